@@ -1,0 +1,27 @@
+"""runlines: structured JSON Lines logging for machine-learning training runs."""
+
+from __future__ import annotations
+
+from runlines._version import __version__
+from runlines.errors import (
+    FieldDriftWarning,
+    FieldError,
+    ReadError,
+    RunlinesError,
+    RunlinesWarning,
+    RunLockedError,
+    RunStateError,
+)
+from runlines.run import Run
+
+__all__ = [
+    "FieldDriftWarning",
+    "FieldError",
+    "ReadError",
+    "Run",
+    "RunLockedError",
+    "RunStateError",
+    "RunlinesError",
+    "RunlinesWarning",
+    "__version__",
+]

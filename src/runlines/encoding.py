@@ -1,0 +1,275 @@
+"""Records to JSON lines and back: strict JSON, safe values, non-finite floats, the console line.
+
+`encode_line` is the fast path: one `orjson.dumps` call, with `encode_default` for the types
+orjson does not know (`Run.log` inlines the same call). Records that need more (non-finite
+floats, big ints, lone surrogates, cycles, unknown types) take `encode_line_safe`, which walks
+the record once. See docs/format.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+import os
+import time
+import warnings
+from collections.abc import Mapping
+from datetime import date, datetime
+from typing import Any, Final
+
+import orjson
+
+from runlines.errors import FieldError, RunlinesWarning
+
+__all__ = [
+    "MAX_INLINE_ITEMS",
+    "NONFINITE_KEY",
+    "ORJSON_OPTIONS",
+    "encode_default",
+    "encode_line",
+    "encode_line_safe",
+    "format_console",
+    "restore_nonfinite",
+]
+
+#: Arrays and tensors with more items than this are refused: they belong in run.artifact().
+MAX_INLINE_ITEMS: Final = 1000
+#: The key that lists the record's non-finite floats by JSON Pointer.
+NONFINITE_KEY: Final = "_nonfinite"
+_NONFINITE_NAMES: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+_NONFINITE_VALUES: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_MAX_DEPTH: Final = 120  # well inside orjson's and Python's recursion limits; deeper is repr
+#: orjson options of every line: the newline is appended in the same call.
+ORJSON_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
+_warned_types: set[type] = set()
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    """Return *record* as one strict JSON line, ending in a newline.
+
+    Raises:
+        FieldError: an array or tensor too large to inline.
+    """
+    try:
+        line = orjson.dumps(record, default=encode_default, option=ORJSON_OPTIONS)
+    except orjson.JSONEncodeError as err:
+        if isinstance(err.__cause__, FieldError):
+            raise err.__cause__ from None
+        return encode_line_safe(record)
+    if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
+        return encode_line_safe(record)
+    return line
+
+
+def encode_line_safe(record: Mapping[str, Any]) -> bytes:
+    """Return *record* as one strict JSON line, whatever its values (the slow path)."""
+    nonfinite: dict[str, str] = {}
+    clean = _sanitize(record, "", nonfinite, set(), 0)
+    if nonfinite:
+        clean[NONFINITE_KEY] = nonfinite
+    try:
+        return orjson.dumps(clean, option=ORJSON_OPTIONS)
+    except orjson.JSONEncodeError:  # an int beyond 64 bits: the stdlib writes any int
+        text = json.dumps(clean, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.encode("utf-8") + b"\n"
+
+
+def restore_nonfinite(record: dict[str, Any]) -> dict[str, Any]:
+    """Put back the NaN and infinities that `_nonfinite` lists, and drop that key."""
+    marks = record.pop(NONFINITE_KEY, None)
+    if not isinstance(marks, dict):
+        return record
+    for pointer, name in marks.items():
+        value = _NONFINITE_VALUES.get(name)
+        if value is not None and isinstance(pointer, str):
+            _set_pointer(record, pointer, value)
+    return record
+
+
+def _set_pointer(doc: Any, pointer: str, value: float) -> None:
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]]
+    target = doc
+    try:
+        for part in parts[:-1]:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        last = parts[-1]
+        if isinstance(target, list):
+            target[int(last)] = value
+        elif isinstance(target, dict) and last in target:
+            target[last] = value
+    except (KeyError, IndexError, ValueError, TypeError):
+        return  # a pointer that does not resolve: leave the record as written
+
+
+def encode_default(obj: Any) -> Any:
+    """Convert what orjson cannot encode natively; raise TypeError for the careful path."""
+    if isinstance(obj, (set, frozenset)):
+        return _sorted_items(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    module = type(obj).__module__
+    if module == "numpy" or module.startswith("torch"):
+        return _array_value(obj, module)
+    raise TypeError
+
+
+def _array_value(obj: Any, module: str) -> Any:
+    """Return a numpy or torch value as Python numbers and lists, refusing large ones."""
+    if module == "numpy":
+        size = getattr(obj, "size", 1)
+        shape = getattr(obj, "shape", ())
+    else:
+        numel = getattr(obj, "numel", None)
+        if numel is None:
+            raise TypeError
+        size = numel()
+        shape = tuple(obj.shape)
+        obj = obj.detach().cpu()
+    if size > MAX_INLINE_ITEMS:
+        msg = (
+            f"a value of shape {shape} ({size:,} items) is too large to log inline "
+            f"(the limit is {MAX_INLINE_ITEMS:,} items); save it with "
+            "run.artifact(name, value) and log the returned path instead"
+        )
+        raise FieldError(msg)
+    return obj.tolist() if hasattr(obj, "tolist") else obj.item()
+
+
+def _sorted_items(items: set[Any] | frozenset[Any]) -> list[Any]:
+    try:
+        return sorted(items)
+    except TypeError:
+        return list(items)
+
+
+def _sanitize(
+    value: Any, pointer: str, nonfinite: dict[str, str], seen: set[int], depth: int
+) -> Any:
+    """Return *value* as JSON-native data, noting non-finite floats under their pointers."""
+    kind = type(value)
+    if kind is str:
+        return _clean_str(value)
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return _clean_float(value, pointer, nonfinite)
+    if depth >= _MAX_DEPTH:
+        return _clean_str(repr(value)[:1000])
+    if isinstance(value, Mapping):
+        return _sanitize_mapping(value, pointer, nonfinite, seen, depth)
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = _sorted_items(value) if isinstance(value, (set, frozenset)) else value
+        return _sanitize_items(value, items, pointer, nonfinite, seen, depth)
+    return _sanitize_other(value, pointer, nonfinite, seen, depth)
+
+
+def _sanitize_mapping(
+    value: Mapping[Any, Any], pointer: str, nonfinite: dict[str, str], seen: set[int], depth: int
+) -> Any:
+    if id(value) in seen:
+        return "<cycle>"
+    seen.add(id(value))
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _clean_str(key if isinstance(key, str) else str(key))
+        escaped = name.replace("~", "~0").replace("/", "~1")
+        out[name] = _sanitize(item, f"{pointer}/{escaped}", nonfinite, seen, depth + 1)
+    seen.discard(id(value))
+    return out
+
+
+def _sanitize_items(
+    value: Any, items: Any, pointer: str, nonfinite: dict[str, str], seen: set[int], depth: int
+) -> Any:
+    if id(value) in seen:
+        return "<cycle>"
+    seen.add(id(value))
+    out = [
+        _sanitize(item, f"{pointer}/{index}", nonfinite, seen, depth + 1)
+        for index, item in enumerate(items)
+    ]
+    seen.discard(id(value))
+    return out
+
+
+def _sanitize_other(
+    value: Any, pointer: str, nonfinite: dict[str, str], seen: set[int], depth: int
+) -> Any:
+    if isinstance(value, float):  # a float subclass, e.g. numpy.float64
+        return _clean_float(float(value), pointer, nonfinite)
+    if isinstance(value, int):  # an int subclass other than bool
+        return int(value)
+    if isinstance(value, enum.Enum):
+        return _sanitize(value.value, pointer, nonfinite, seen, depth)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        as_dict = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return _sanitize(as_dict, pointer, nonfinite, seen, depth)
+    try:
+        converted = encode_default(value)
+    except TypeError:
+        return _repr_with_warning(value)
+    return _sanitize(converted, pointer, nonfinite, seen, depth)
+
+
+def _clean_float(value: float, pointer: str, nonfinite: dict[str, str]) -> float | None:
+    if math.isfinite(value):
+        return value
+    nonfinite[pointer] = _NONFINITE_NAMES[repr(value)]
+    return None
+
+
+def _clean_str(text: str) -> str:
+    """Replace lone surrogates, which UTF-8 cannot hold, with U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+    return text
+
+
+def _repr_with_warning(value: Any) -> str:
+    kind = type(value)
+    if kind not in _warned_types:
+        _warned_types.add(kind)
+        msg = (
+            f"runlines cannot encode a value of type '{kind.__module__}.{kind.__qualname__}'; "
+            "it is logged as its repr(). Convert it to a number, string, list or dict first "
+            "to keep it structured"
+        )
+        warnings.warn(msg, RunlinesWarning, stacklevel=2)
+    try:
+        text = repr(value)
+    except Exception as err:  # a broken __repr__ must not break logging
+        text = f"<unrepresentable {kind.__qualname__}: {type(err).__name__}>"
+    return _clean_str(text)
+
+
+def format_console(record: Mapping[str, Any], event_width: int = 12) -> str:
+    """Return the compact human line for a terminal: time, event, then key=value pairs."""
+    stamp = time.strftime("%H:%M:%S", time.localtime(record.get("ts", 0.0)))
+    event = str(record.get("event", ""))
+    parts = [
+        f"{key}={_console_value(value)}"
+        for key, value in record.items()
+        if key not in _CONSOLE_SKIP
+    ]
+    return f"{stamp} {event:<{event_width}} {' '.join(parts)}".rstrip() + "\n"
+
+
+_CONSOLE_SKIP: Final = frozenset({"ts", "event", "run", NONFINITE_KEY})
+
+
+def _console_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, str):
+        return value if len(value) <= 60 else value[:57] + "..."
+    try:
+        text = orjson.dumps(value, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

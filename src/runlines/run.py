@@ -1,0 +1,481 @@
+"""The `Run`: identity, lifecycle and the hot path that stamps records and hands lines to sinks."""
+
+from __future__ import annotations
+
+import enum
+import mmap
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Literal
+
+import orjson
+from orjson import JSONEncodeError
+
+from runlines import _context, _lifecycle
+from runlines.encoding import (
+    NONFINITE_KEY,
+    ORJSON_OPTIONS,
+    encode_default,
+    encode_line_safe,
+    format_console,
+)
+from runlines.errors import FieldError, RunLockedError, RunStateError
+from runlines.sinks import FileSink, Sink, StdoutSink
+
+__all__ = ["Run"]
+
+RESERVED: Final = frozenset({"ts", "event", "run", "rank", NONFINITE_KEY})
+_MAX_PLANS: Final = 10_000  # dynamic field names must not grow memory without bound
+_LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
+# Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
+_now = time.time
+_monotonic = time.monotonic
+_dumps = orjson.dumps
+_write = os.write
+_OPTIONS: Final = ORJSON_OPTIONS
+# Types that can hold no secret and need no walk before encoding.
+_PLAIN: Final = frozenset({int, float, bool, type(None)})
+
+
+class _State(enum.Enum):
+    OPEN = "open"  # writing; every constructor call ends here or raises
+    CLOSED = "closed"  # run_end written: log() refuses
+
+
+class Run:
+    """A training run that writes one JSON object per line to stdout and to a log file.
+
+    Use it as a context manager, or call `close()` yourself; a run left open is closed at
+    interpreter exit.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        directory: str | os.PathLike[str] = ".",
+        *,
+        config: Mapping[str, Any] | Any | None = None,
+        stdout: bool = True,
+        console: Literal["auto", "json", "pretty"] = "auto",
+        fsync: bool = False,
+        resume_step: int | None = None,
+    ) -> None:
+        self.name = _context.check_run_name(name)
+        self.id = _context.new_run_id()
+        self._dist = _context.distributed_from_env()
+        self.directory = Path(directory)
+        self.path = _context.log_path(self.directory, self.name, self._dist)
+        self._rank = None if self._dist is None else self._dist.rank
+        self._pid = os.getpid()
+        # (event, *names, *types) -> True when the values need the careful path
+        self._plans: dict[tuple[Any, ...], bool] = {}
+        self._samplers: dict[str, Any] = {}
+        self._started = _monotonic()
+        self._state = _State.OPEN
+        self._close_lock = threading.RLock()
+        config_dict = _config_dict(config)
+        _check_resume_step(resume_step)
+        self._file = self._open_file(fsync)
+        try:
+            self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
+            self._sinks: tuple[Sink, ...] = (self._file,) + (
+                (self._stdout,) if self._stdout is not None and self._console is None else ()
+            )
+            self._fds, self._flush_stdout = _fast_path(self._sinks, fsync)
+            self.attempt = _last_attempt(self.path) + 1
+            self._file.end_torn_tail()
+            self._write_start(config_dict, resume_step)
+        except BaseException:
+            self._release()
+            raise
+        _lifecycle.register(self)
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def log(self, event: str, /, **fields: Any) -> None:
+        """Write one record: `ts`, `event`, `run`, then *fields* as given."""
+        if self._samplers:
+            try:
+                sampler = self._samplers.get(event)
+            except TypeError:
+                raise _event_error(event) from None
+            if sampler is not None:
+                fields = sampler.offer(fields)  # before any conversion: a drop costs nothing
+                if fields is None:
+                    return
+        # Everything checked once per event, key set and value types is cached under this key.
+        key = (event, *fields, *map(type, fields.values()))
+        try:
+            careful = self._plans[key]
+        except KeyError:
+            careful = self._plan(event, fields, key)
+        except TypeError:
+            raise _event_error(event) from None
+        if careful:
+            fields = self._prepare(fields)
+        if self._rank is None:
+            record = {"ts": _now(), "event": event, "run": self.name, **fields}
+        else:
+            record = {"ts": _now(), "event": event, "run": self.name, "rank": self._rank, **fields}
+        try:
+            line = _dumps(record, default=encode_default, option=_OPTIONS)
+        except JSONEncodeError as err:
+            line = _encode_failed(record, err)
+        if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
+            line = encode_line_safe(record)
+        fds = self._fds
+        if fds is None:
+            self._emit(line, record)
+            return
+        flush = self._flush_stdout
+        if flush is not None:
+            flush()  # the program's own prints first, so our line never lands inside one
+        size = len(line)
+        for fd in fds:
+            try:
+                written = _write(fd, line)
+            except OSError as err:
+                self._write_failed(fd, line, 0, err)
+                continue
+            if written != size:
+                self._write_failed(fd, line, written, None)
+        if self._console is not None:
+            self._console.write_text(format_console(record))
+
+    def close(self) -> None:
+        """Write `run_end` with status "ok" and release the log; closing twice does nothing."""
+        self._end("ok", {})
+
+    @property
+    def dropped(self) -> int:
+        """Records that a failing sink lost."""
+        return sum(sink.dropped for sink in self._all_sinks())
+
+    @property
+    def closed(self) -> bool:
+        """True once the run has ended."""
+        return self._state is _State.CLOSED
+
+    @property
+    def rank(self) -> int | None:
+        """The process rank in a distributed run (WORLD_SIZE > 1), else None."""
+        return None if self._dist is None else self._dist.rank
+
+    def __enter__(self) -> Run:
+        if self._state is _State.CLOSED:
+            msg = f"run {self.name!r} has closed and cannot be reopened; start a new Run(...)"
+            raise RunStateError(msg)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._end(*_status_of(exc))
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}, path={str(self.path)!r}, state={self._state.value})"
+
+    # -- the careful path ---------------------------------------------------------------------
+
+    def _plan(self, event: Any, fields: dict[str, Any], key: tuple[Any, ...]) -> bool:
+        """Check a new event name, key set and value types once; return whether to be careful."""
+        if self._state is _State.CLOSED:
+            raise self._closed_error()
+        _check_event(event)
+        for name in fields:
+            _check_field_name(name)
+        careful = not all(type(value) in _PLAIN for value in fields.values())
+        if len(self._plans) >= _MAX_PLANS:
+            self._plans.clear()
+        self._plans[key] = careful
+        return careful
+
+    def _prepare(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """Return the fields ready to encode, for values that are not plain numbers."""
+        return fields
+
+    def _emit(self, line: bytes, record: Mapping[str, Any]) -> None:
+        """Hand *line* to every sink through its own error handling, and the console line."""
+        for sink in self._sinks:
+            sink.write(line)
+        if self._console is not None:
+            self._console.write_text(format_console(record))
+
+    def _write_failed(self, fd: int, line: bytes, written: int, err: OSError | None) -> None:
+        """Let the sink behind *fd* finish or count a failed write; leave the fast path."""
+        self._fds = None  # from now on every line goes through the sinks' own handling
+        for sink in self._sinks:
+            if sink.fd == fd:
+                sink.recover(line, written, err)
+
+    def _write(self, event: str, fields: Mapping[str, Any]) -> None:
+        """Write a record of runlines' own (lifecycle, spans): always the careful path."""
+        record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
+        if self._dist is not None:
+            record["rank"] = self._dist.rank
+        record.update(fields)
+        self._emit(encode_line_safe(record), record)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def _open_file(self, fsync: bool) -> FileSink:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            msg = (
+                f"cannot create the run directory {str(self.directory)!r} ({err}); "
+                "pass a writable directory"
+            )
+            raise OSError(err.errno, msg) from err
+        self._lock = self._acquire_lock()
+        try:
+            return FileSink(self.path, fsync=fsync)
+        except OSError as err:
+            self._lock.release()
+            msg = (
+                f"cannot open the log file {str(self.path)!r} for writing ({err}); "
+                "pass a writable directory"
+            )
+            raise OSError(err.errno, msg) from err
+
+    def _acquire_lock(self) -> Any:
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(f"{self.path}.lock", timeout=_LOCK_WAIT_S)
+        try:
+            lock.acquire()
+        except Timeout:
+            holder = _last_run_start(self.path) or {}
+            who = f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}"
+            msg = (
+                f"run {self.name!r} in {str(self.directory)!r} is already being written by {who}; "
+                "wait for that process to end, or give this run another name"
+            )
+            raise RunLockedError(msg) from None
+        except OSError as err:
+            msg = f"cannot lock {str(self.path)!r} ({err}); pass a writable directory"
+            raise OSError(err.errno, msg) from err
+        return lock
+
+    def _write_start(self, config: dict[str, Any] | None, resume_step: int | None) -> None:
+        fields: dict[str, Any] = {"id": self.id, "attempt": self.attempt}
+        if resume_step is not None:
+            fields["resume_step"] = resume_step
+        fields.update(_context.describe_process())
+        if self._dist is not None:
+            fields["world_size"] = self._dist.world_size
+        fields["config"] = config if config is not None else {}
+        self._write("run_start", fields)
+
+    def _end(self, status: str, details: dict[str, Any]) -> None:
+        with self._close_lock:
+            if self._state is _State.CLOSED:
+                return
+            self._state = _State.CLOSED
+            self._plans.clear()
+            self._samplers = {}
+        try:
+            if os.getpid() == self._pid:
+                self._write("run_end", self._end_fields(status, details))
+        finally:
+            self._release()
+            _lifecycle.unregister(self)
+
+    def _end_fields(self, status: str, details: dict[str, Any]) -> dict[str, Any]:
+        fields: dict[str, Any] = {
+            "id": self.id,
+            "attempt": self.attempt,
+            "status": status,
+            "duration_s": round(_monotonic() - self._started, 6),
+            "dropped": self.dropped,
+        }
+        fields.update(details)
+        return fields
+
+    def _release(self) -> None:
+        self._fds = None
+        if os.getpid() != self._pid:
+            return  # a forked child: the parent still owns the file and the lock
+        for sink in self._all_sinks():
+            sink.close()
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.release()
+
+    def _all_sinks(self) -> tuple[Sink, ...]:
+        sinks: list[Sink] = []
+        for sink in (getattr(self, "_file", None), getattr(self, "_stdout", None)):
+            if sink is not None:
+                sinks.append(sink)
+        return tuple(sinks)
+
+    def _closed_error(self) -> RunStateError:
+        msg = (
+            f"cannot log to run {self.name!r} after it closed; log inside the 'with Run(...)' "
+            "block or start a new Run"
+        )
+        return RunStateError(msg)
+
+    # -- process hooks (called by _lifecycle) -------------------------------------------------
+
+    def _on_signal(self, signum: int, ending: bool) -> None:
+        if os.getpid() != self._pid or self._state is _State.CLOSED:
+            return
+        name = signal.Signals(signum).name
+        if ending:
+            self._end("terminated", {"signal": name})
+        else:
+            self._write("signal", {"signal": name})
+
+    def _on_exit(self, uncaught: BaseException | None) -> None:
+        if os.getpid() == self._pid:
+            self._end(*_status_of(uncaught))
+
+    def _on_fork_child(self) -> None:
+        """Keep logging from a forked child, but leave run_end and the lock to the parent."""
+
+
+def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
+    """Return the run_end status and details for how the with-block (or process) ended."""
+    if exc is None:
+        return "ok", {}
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", {}
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None or code == 0:
+            return "ok", {"exit_code": 0}
+        exit_code = code if isinstance(code, int) else 1  # sys.exit("message") exits with 1
+        return "failed", {
+            "exit_code": exit_code,
+            "exc_type": "SystemExit",
+            "exc_message": str(code),
+        }
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return (
+        "failed",
+        {"exc_type": type(exc).__name__, "exc_message": str(exc), "traceback": text[-20_000:]},
+    )
+
+
+def _check_event(event: Any) -> None:
+    if not isinstance(event, str):
+        raise _event_error(event)
+    if not event:
+        msg = "the event name is empty; name what happened, e.g. run.log('train_step', loss=...)"
+        raise FieldError(msg)
+
+
+def _event_error(event: Any) -> TypeError:
+    msg = (
+        f"the event name must be a str, got {type(event).__name__} {event!r:.80}; "
+        "pass it first, e.g. run.log('train_step', loss=...)"
+    )
+    return TypeError(msg)
+
+
+def _check_field_name(key: str) -> None:
+    if key in RESERVED:
+        msg = (
+            f"field {key!r} is reserved by runlines; rename it "
+            f"(reserved: {', '.join(sorted(RESERVED))})"
+        )
+        raise FieldError(msg)
+    if not key:
+        msg = "a field name is empty; give every field a name"
+        raise FieldError(msg)
+
+
+def _check_resume_step(resume_step: Any) -> None:
+    if resume_step is not None and (
+        not isinstance(resume_step, int) or isinstance(resume_step, bool) or resume_step < 0
+    ):
+        msg = (
+            "resume_step must be a non-negative int (the step the checkpoint holds), "
+            f"got {resume_step!r}"
+        )
+        raise FieldError(msg)
+
+
+def _config_dict(config: Any) -> dict[str, Any] | None:
+    """Return *config* as a dict: a mapping, a dataclass, or an argparse.Namespace."""
+    if config is None:
+        return None
+    if isinstance(config, Mapping):
+        return dict(config)
+    import dataclasses
+
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    if hasattr(config, "__dict__") and type(config).__name__ == "Namespace":
+        return dict(vars(config))
+    msg = (
+        f"config must be a mapping, a dataclass or an argparse.Namespace, got "
+        f"{type(config).__name__}; pass config=dict(...)"
+    )
+    raise TypeError(msg)
+
+
+def _stdout_sinks(
+    stdout: bool, console: str, dist: _context.Distributed | None
+) -> tuple[StdoutSink | None, StdoutSink | None]:
+    """Return (the stdout sink, the same sink when it shows console lines, else None)."""
+    if console not in ("auto", "json", "pretty"):
+        msg = f"console must be 'auto', 'json' or 'pretty', got {console!r}"
+        raise ValueError(msg)
+    if not stdout or (dist is not None and dist.rank != 0):
+        return None, None
+    sink = StdoutSink()
+    pretty = console == "pretty" or (console == "auto" and sink.isatty())
+    return sink, (sink if pretty else None)
+
+
+def _fast_path(sinks: tuple[Sink, ...], fsync: bool) -> tuple[tuple[int, ...] | None, Any]:
+    """Return the descriptors log() may write to directly, and the stream flush to call first."""
+    if fsync or any(sink.fd < 0 for sink in sinks):
+        return None, None  # syncing, or a replaced sys.stdout (pytest, Jupyter): use the sinks
+    flush = None
+    for sink in sinks:
+        if isinstance(sink, StdoutSink) and sink.stream is not None:
+            flush = sink.stream.flush
+    return tuple(sink.fd for sink in sinks), flush
+
+
+def _encode_failed(record: dict[str, Any], err: JSONEncodeError) -> bytes:
+    """Raise the FieldError behind *err*, or encode *record* on the careful path."""
+    if isinstance(err.__cause__, FieldError):
+        raise err.__cause__ from None
+    return encode_line_safe(record)
+
+
+def _last_run_start(path: Path) -> dict[str, Any] | None:
+    """Return the last run_start record of the log at *path*, or None."""
+    try:
+        with open(path, "rb") as file:
+            if os.fstat(file.fileno()).st_size == 0:
+                return None
+            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at = data.rfind(b'"event":"run_start"')
+                if at < 0:
+                    return None
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at)
+                record = orjson.loads(data[start : end if end >= 0 else len(data)])
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _last_attempt(path: Path) -> int:
+    record = _last_run_start(path)
+    attempt = record.get("attempt") if record else 0
+    return attempt if isinstance(attempt, int) else 0

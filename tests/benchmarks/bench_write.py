@@ -1,0 +1,146 @@
+"""Write path: Run.log against the seed's helper and the os.write floor, side by side.
+
+Run: python tests/benchmarks/bench_write.py [--events N] [--reps R]
+
+Every contender writes the same train_step record to stdout and to a file, flushed per line.
+Stdout is redirected to a temporary file for the measurement (all contenders share it), and the
+table is printed to the real stdout at the end. Contenders run interleaved, R repetitions; the
+table gives the median us/event and the median of the per-repetition ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+from runlines import Run
+
+FIELDS = {"epoch": 3, "step": 1200, "loss": 0.412, "lr": 3e-4}
+
+
+def seed_helper(out_path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """The seed document's helper, writing to stdout and to a file, flushed per line."""
+    file = open(out_path, "a")  # noqa: SIM115 - closed by the returned closer
+
+    def log(event: str, **fields: object) -> None:
+        record = {"ts": time.time(), "event": event, "run": "baseline", **fields}
+        line = json.dumps(record) + "\n"
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        file.write(line)
+        file.flush()
+
+    def loop(n: int) -> None:
+        for step in range(n):
+            log("train_step", epoch=3, step=step, loss=0.412, lr=3e-4)
+
+    return loop, file.close
+
+
+def runlines_log(directory: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """Run.log with the default sinks: stdout (JSON, not a terminal) and the file."""
+    run = Run("bench", directory, console="json")
+    log = run.log
+
+    def loop(n: int) -> None:
+        for step in range(n):
+            log("train_step", epoch=3, step=step, loss=0.412, lr=3e-4)
+
+    return loop, run.close
+
+
+def floor(out_path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """One pre-encoded line written with os.write to each of the two descriptors."""
+    fd = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    line = orjson.dumps({"ts": time.time(), "event": "train_step", "run": "b", **FIELDS}) + b"\n"
+    write = os.write
+
+    def loop(n: int) -> None:
+        for _ in range(n):
+            write(fd, line)
+            write(1, line)
+
+    return loop, lambda: os.close(fd)
+
+
+def orjson_write(out_path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """orjson.dumps of the record and one os.write per descriptor: no checks at all."""
+    fd = os.open(out_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    dumps, write, now = orjson.dumps, os.write, time.time
+
+    def loop(n: int) -> None:
+        for step in range(n):
+            record = {"ts": now(), "event": "train_step", "run": "b", "epoch": 3, "step": step}
+            record.update(loss=0.412, lr=3e-4)
+            line = dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+            write(fd, line)
+            write(1, line)
+
+    return loop, lambda: os.close(fd)
+
+
+def measure(events: int, reps: int) -> dict[str, list[float]]:
+    """Return us/event per contender and repetition, interleaving contenders."""
+    tmp = Path(tempfile.mkdtemp(prefix="runlines-bench-"))
+    makers = {
+        "runlines Run.log": lambda: runlines_log(tmp / "runs"),
+        "seed helper (json.dumps + 2 writes + 2 flushes)": lambda: seed_helper(tmp / "seed.jsonl"),
+        "orjson.dumps + os.write x2": lambda: orjson_write(tmp / "orjson.jsonl"),
+        "floor: pre-encoded os.write x2": lambda: floor(tmp / "floor.jsonl"),
+    }
+    results: dict[str, list[float]] = {name: [] for name in makers}
+    for _ in range(reps):
+        for name, make in makers.items():
+            loop, close = make()
+            loop(1000)  # warm up: first plan, caches
+            start = time.perf_counter()
+            loop(events)
+            results[name].append((time.perf_counter() - start) / events * 1e6)
+            close()
+    return results
+
+
+def main() -> None:
+    """Measure with stdout sent to a temporary file, then print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--reps", type=int, default=7)
+    args = parser.parse_args()
+    real_stdout = os.dup(1)
+    sink = tempfile.NamedTemporaryFile(prefix="runlines-bench-stdout-")  # noqa: SIM115
+    sys.stdout.flush()
+    os.dup2(sink.fileno(), 1)
+    try:
+        results = measure(args.events, args.reps)
+    finally:
+        sys.stdout.flush()
+        os.dup2(real_stdout, 1)
+    print_table(results)
+
+
+def print_table(results: dict[str, list[float]]) -> None:
+    """Print median us/event and median per-repetition ratios as a markdown table."""
+    ours = results["runlines Run.log"]
+    seed = results["seed helper (json.dumps + 2 writes + 2 flushes)"]
+    floor_ = results["floor: pre-encoded os.write x2"]
+    print("| contender | us/event (median) | runlines / contender (median ratio) |")
+    print("|---|---:|---:|")
+    for name, times in results.items():
+        ratio = statistics.median(o / t for o, t in zip(ours, times))
+        print(f"| {name} | {statistics.median(times):.2f} | {ratio:.2f} |")
+    print()
+    print(f"runlines / seed helper: {statistics.median(o / s for o, s in zip(ours, seed)):.2f}")
+    print(f"runlines / floor: {statistics.median(o / f for o, f in zip(ours, floor_)):.2f}")
+
+
+if __name__ == "__main__":
+    main()
