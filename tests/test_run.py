@@ -39,10 +39,12 @@ def events(path: Path, name: str) -> list[dict[str, object]]:
     return [r for r in read(path) if r["event"] == name]
 
 
-def run_child(code: str, *, env: dict[str, str] | None = None, **kw: object) -> subprocess.Popen[str]:
+def run_child(
+    code: str, *, env: dict[str, str] | None = None, **kw: object
+) -> subprocess.Popen[str]:
     """Start a Python child running *code* with runlines importable."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.Popen(  # noqa: S603 - our own interpreter and code
+    return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)],
         env=full_env,
         stdout=subprocess.PIPE,
@@ -91,15 +93,23 @@ class TestRecords:
             ]
 
     def test_non_string_event_name_is_a_type_error(self, run_dir: Path) -> None:
-        with Run("r", run_dir, stdout=False) as run, pytest.raises(TypeError, match="event name must be a str"):
+        with (
+            Run("r", run_dir, stdout=False) as run,
+            pytest.raises(TypeError, match="event name must be a str"),
+        ):
             run.log(["not", "a", "name"])  # type: ignore[arg-type]
 
     def test_empty_event_name_is_a_value_error(self, run_dir: Path) -> None:
-        with Run("r", run_dir, stdout=False) as run, pytest.raises(ValueError, match="event name is empty"):
+        with (
+            Run("r", run_dir, stdout=False) as run,
+            pytest.raises(ValueError, match="event name is empty"),
+        ):
             run.log("")
 
     @pytest.mark.parametrize("reserved", ["ts", "event", "run", "rank", "_nonfinite"])
-    def test_reserved_field_name_is_refused_with_its_name(self, run_dir: Path, reserved: str) -> None:
+    def test_reserved_field_name_is_refused_with_its_name(
+        self, run_dir: Path, reserved: str
+    ) -> None:
         with Run("r", run_dir, stdout=False) as run:
             with pytest.raises(FieldError, match=f"field '{reserved}' is reserved"):
                 run.log("step", **{reserved: 1})
@@ -153,7 +163,10 @@ class TestLifecycle:
         subprocess.run([*git, "-C", str(repo), "add", "."], check=True)
         subprocess.run([*git, "-C", str(repo), "commit", "-qm", "init"], check=True)
         commit = subprocess.run(
-            ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
         ).stdout.strip()
         (repo / "train.py").write_text("x = 2\n")
         monkeypatch.chdir(repo)
@@ -430,7 +443,9 @@ class TestAttempts:
         assert child.stdout is not None
         assert child.stdout.readline() == "ready\n"
 
-        with pytest.raises(RunLockedError, match=rf"already being written by pid {child.pid} on host"):
+        with pytest.raises(
+            RunLockedError, match=rf"already being written by pid {child.pid} on host"
+        ):
             Run("r", run_dir, stdout=False)
 
         child.communicate("\n", timeout=60)

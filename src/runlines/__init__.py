@@ -1,6 +1,5 @@
 """runlines: structured JSON Lines logging for machine-learning training runs."""
 
-from __future__ import annotations
 
 from runlines._version import __version__
 from runlines.errors import (

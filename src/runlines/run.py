@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 import traceback
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -18,6 +19,8 @@ import orjson
 from orjson import JSONEncodeError
 
 from runlines import _context, _lifecycle
+from runlines import fields as _fields
+from runlines.artifacts import save_artifact
 from runlines.encoding import (
     NONFINITE_KEY,
     ORJSON_OPTIONS,
@@ -25,8 +28,12 @@ from runlines.encoding import (
     encode_line_safe,
     format_console,
 )
-from runlines.errors import FieldError, RunLockedError, RunStateError
+from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
+from runlines.fields import Vocabulary
+from runlines.redaction import DEFAULT_REDACTOR, Redactor
+from runlines.sampling import make_sampler
 from runlines.sinks import FileSink, Sink, StdoutSink
+from runlines.spans import Span, SpanStats, Tracer
 
 __all__ = ["Run"]
 
@@ -41,6 +48,9 @@ _write = os.write
 _OPTIONS: Final = ORJSON_OPTIONS
 # Types that can hold no secret and need no walk before encoding.
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
+
+
+_Plan = tuple[tuple[type, ...], bool]
 
 
 class _State(enum.Enum):
@@ -65,6 +75,9 @@ class Run:
         console: Literal["auto", "json", "pretty"] = "auto",
         fsync: bool = False,
         resume_step: int | None = None,
+        strict_fields: bool = False,
+        fields: Vocabulary | str | os.PathLike[str] | None = None,
+        redact: bool | Redactor = True,
     ) -> None:
         self.name = _context.check_run_name(name)
         self.id = _context.new_run_id()
@@ -73,12 +86,19 @@ class Run:
         self.path = _context.log_path(self.directory, self.name, self._dist)
         self._rank = None if self._dist is None else self._dist.rank
         self._pid = os.getpid()
-        # (event, *names, *types) -> True when the values need the careful path
-        self._plans: dict[tuple[Any, ...], bool] = {}
+        # (event, *names) -> (types of the values last seen, whether they need redaction)
+        self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._samplers: dict[str, Any] = {}
         self._started = _monotonic()
         self._state = _State.OPEN
         self._close_lock = threading.RLock()
+        self._vocabulary = _fields.load_vocabulary(fields)
+        self._strict_fields = strict_fields
+        self._redactor = _redactor(redact)
+        self._kinds: dict[str, str] = {}  # field name -> the JSON kind it was first logged as
+        self._warned: set[str] = set()  # field names already warned about, once per run
+        self._span_stats = SpanStats()
+        self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
         self._file = self._open_file(fsync)
@@ -109,14 +129,16 @@ class Run:
                 fields = sampler.offer(fields)  # before any conversion: a drop costs nothing
                 if fields is None:
                     return
-        # Everything checked once per event, key set and value types is cached under this key.
-        key = (event, *fields, *map(type, fields.values()))
+        # What was checked once per event and key set: (value types, whether to redact).
+        key = (event, *fields)
         try:
-            careful = self._plans[key]
+            types, careful = self._plans[key]
         except KeyError:
-            careful = self._plan(event, fields, key)
+            types, careful = self._plan(event, fields, key)
         except TypeError:
             raise _event_error(event) from None
+        if tuple(map(type, fields.values())) != types:
+            careful = self._replan(key, fields)
         if careful:
             fields = self._prepare(fields)
         if self._rank is None:
@@ -152,6 +174,72 @@ class Run:
         """Write `run_end` with status "ok" and release the log; closing twice does nothing."""
         self._end("ok", {})
 
+    def span(self, name: str, /, **fields: Any) -> Span:
+        """Time a block or a function: `with run.span("eval"):` or `@run.span("step")`.
+
+        On exit a `span` record carries `name`, `duration_s` (monotonic clock), `status`, the
+        enclosing span as `parent`, and *fields*.
+        """
+        for key in fields:
+            _check_field_name(key)
+        return self._tracer.span(name, **fields)
+
+    def sample(
+        self,
+        event: str,
+        *,
+        every: int | None = None,
+        per_second: float | None = None,
+        aggregate: bool = False,
+    ) -> None:
+        """Keep 1 in *every* records of *event*, or at most *per_second*; see docs/sampling.md.
+
+        Kept records carry `n`, the number of log() calls they stand for. With
+        `aggregate=True` each window becomes one record of means, minimums, maximums and last
+        values. What a window still holds is written at close.
+        """
+        _check_event(event)
+        sampler = make_sampler(every=every, per_second=per_second, aggregate=aggregate)
+        previous = self._samplers.get(event)
+        samplers = dict(self._samplers)
+        samplers[event] = sampler
+        self._samplers = samplers  # replaced whole: log() in other threads sees old or new
+        if previous is not None:
+            self._write_owed(event, previous)
+
+    def artifact(
+        self,
+        name: str,
+        obj: Any = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        step: int | None = None,
+        **fields: Any,
+    ) -> Path:
+        """Save *obj* to a side file (or register an existing file with *path*) and log it.
+
+        The `artifact` record holds the file's path relative to the log's folder, its size and
+        sha256, never its content. Returns the artifact's path.
+        """
+        if self._state is _State.CLOSED:
+            raise self._closed_error()
+        for key in fields:
+            _check_field_name(key)
+        target, record = save_artifact(
+            self.directory, self.artifacts_dir, name, obj, path=path, step=step
+        )
+        clash = sorted(set(fields) & set(record))
+        if clash:
+            msg = f"artifact fields {clash} are set by runlines; rename them"
+            raise FieldError(msg)
+        self._write("artifact", {**record, **fields})
+        return target
+
+    @property
+    def artifacts_dir(self) -> Path:
+        """The folder of this run's side files: `<directory>/<name>.artifacts`."""
+        return self.path.with_suffix(".artifacts")
+
     @property
     def dropped(self) -> int:
         """Records that a failing sink lost."""
@@ -186,22 +274,60 @@ class Run:
 
     # -- the careful path ---------------------------------------------------------------------
 
-    def _plan(self, event: Any, fields: dict[str, Any], key: tuple[Any, ...]) -> bool:
-        """Check a new event name, key set and value types once; return whether to be careful."""
+    def _plan(self, event: Any, fields: dict[str, Any], key: tuple[Any, ...]) -> _Plan:
+        """Check a new event name and key set once, and decide how to write its records."""
         if self._state is _State.CLOSED:
             raise self._closed_error()
         _check_event(event)
         for name in fields:
             _check_field_name(name)
-        careful = not all(type(value) in _PLAIN for value in fields.values())
+            self._check_drift(name)
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        self._plans[key] = careful
+        self._replan(key, fields)
+        return self._plans[key]
+
+    def _replan(self, key: tuple[Any, ...], fields: dict[str, Any]) -> bool:
+        """Decide, for the value types of *fields*, whether records need redaction."""
+        self._check_kinds(fields)
+        redactor = self._redactor
+        types = tuple(map(type, fields.values()))
+        careful = not all(kind in _PLAIN for kind in types) or (
+            redactor is not None and any(map(redactor.is_secret_key, fields))
+        )
+        self._plans[key] = (types, careful)  # replaced whole: other threads see old or new
         return careful
+
+    def _check_drift(self, name: str) -> None:
+        """Warn once per run (or raise, with strict_fields) when *name* is a drifting alias."""
+        agreed = self._vocabulary.agreed_name(name)
+        if agreed is None:
+            return
+        message = _fields.drift_message(name, agreed)
+        if self._strict_fields:
+            raise FieldError(message)
+        if name not in self._warned:
+            self._warned.add(name)
+            warnings.warn(message, FieldDriftWarning, stacklevel=4)
+
+    def _check_kinds(self, fields: dict[str, Any]) -> None:
+        """Warn once per field whose JSON kind differs from the kind it was first logged as."""
+        kinds = self._kinds
+        for name, value in fields.items():
+            kind = _fields.json_kind(value)
+            if kind == "null":
+                continue  # a missing value is not a change of type
+            was = kinds.setdefault(name, kind)
+            if was != kind and f"type:{name}" not in self._warned:
+                self._warned.add(f"type:{name}")
+                message = _fields.type_drift_message(name, was, kind)
+                warnings.warn(message, FieldDriftWarning, stacklevel=4)
 
     def _prepare(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Return the fields ready to encode, for values that are not plain numbers."""
-        return fields
+        if self._redactor is None:
+            return fields
+        return self._redactor.redact_fields(fields)
 
     def _emit(self, line: bytes, record: Mapping[str, Any]) -> None:
         """Hand *line* to every sink through its own error handling, and the console line."""
@@ -218,12 +344,22 @@ class Run:
                 sink.recover(line, written, err)
 
     def _write(self, event: str, fields: Mapping[str, Any]) -> None:
-        """Write a record of runlines' own (lifecycle, spans): always the careful path."""
+        """Write a record of runlines' own (lifecycle, artifacts): redacted, the careful path."""
         record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
-        if self._dist is not None:
-            record["rank"] = self._dist.rank
-        record.update(fields)
+        if self._rank is not None:
+            record["rank"] = self._rank
+        redactor = self._redactor
+        record.update(fields if redactor is None else redactor.redact_fields(dict(fields)))
         self._emit(encode_line_safe(record), record)
+
+    def _log_span(self, record: dict[str, Any]) -> None:
+        """Write a finished span's record through log(), sampling and caching included."""
+        self.log("span", **record)
+
+    def _write_owed(self, event: str, sampler: Any) -> None:
+        """Write what *sampler* still owes (a pending window, the trailing drops) as *event*."""
+        for fields in sampler.flush():
+            self._write(event, fields)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -271,6 +407,8 @@ class Run:
         if resume_step is not None:
             fields["resume_step"] = resume_step
         fields.update(_context.describe_process())
+        if self._redactor is not None:
+            fields["argv"] = self._redactor.redact_argv(fields["argv"])
         if self._dist is not None:
             fields["world_size"] = self._dist.world_size
         fields["config"] = config if config is not None else {}
@@ -282,9 +420,11 @@ class Run:
                 return
             self._state = _State.CLOSED
             self._plans.clear()
-            self._samplers = {}
         try:
             if os.getpid() == self._pid:
+                samplers, self._samplers = self._samplers, {}
+                for event, sampler in samplers.items():
+                    self._write_owed(event, sampler)
                 self._write("run_end", self._end_fields(status, details))
         finally:
             self._release()
@@ -299,6 +439,9 @@ class Run:
             "dropped": self.dropped,
         }
         fields.update(details)
+        spans = self._span_stats.summary()
+        if spans:
+            fields["spans"] = spans
         return fields
 
     def _release(self) -> None:
@@ -422,6 +565,17 @@ def _config_dict(config: Any) -> dict[str, Any] | None:
         f"config must be a mapping, a dataclass or an argparse.Namespace, got "
         f"{type(config).__name__}; pass config=dict(...)"
     )
+    raise TypeError(msg)
+
+
+def _redactor(redact: bool | Redactor) -> Redactor | None:
+    if redact is True:
+        return DEFAULT_REDACTOR
+    if redact is False:
+        return None  # documented as a risk: secrets reach the log as given
+    if isinstance(redact, Redactor):
+        return redact
+    msg = f"redact must be True, False or a runlines.redaction.Redactor, got {redact!r}"
     raise TypeError(msg)
 
 

@@ -135,11 +135,13 @@ def print_table(results: dict[str, list[float]]) -> None:
     print("| contender | us/event (median) | runlines / contender (median ratio) |")
     print("|---|---:|---:|")
     for name, times in results.items():
-        ratio = statistics.median(o / t for o, t in zip(ours, times))
+        ratio = statistics.median(o / t for o, t in zip(ours, times, strict=True))
         print(f"| {name} | {statistics.median(times):.2f} | {ratio:.2f} |")
     print()
-    print(f"runlines / seed helper: {statistics.median(o / s for o, s in zip(ours, seed)):.2f}")
-    print(f"runlines / floor: {statistics.median(o / f for o, f in zip(ours, floor_)):.2f}")
+    to_seed = statistics.median(o / s for o, s in zip(ours, seed, strict=True))
+    to_floor = statistics.median(o / f for o, f in zip(ours, floor_, strict=True))
+    print(f"runlines / seed helper: {to_seed:.2f}")
+    print(f"runlines / floor: {to_floor:.2f}")
 
 
 if __name__ == "__main__":

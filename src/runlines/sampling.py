@@ -1,0 +1,381 @@
+"""Samplers for hot events: every-N and per-second limits, and aggregation windows.
+
+Pure keep/drop decisions: no I/O; time comes from an injected monotonic clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Final, Protocol
+
+from runlines.errors import FieldError
+
+__all__ = [
+    "Clock",
+    "EveryNthAggregator",
+    "EveryNthSampler",
+    "PerSecondAggregator",
+    "PerSecondSampler",
+    "Sampler",
+    "make_sampler",
+]
+
+Clock = Callable[[], float]
+"""Monotonic seconds; the default is ``time.monotonic``."""
+
+N: Final = "n"  # how many calls a written record stands for
+_SUFFIXES: Final = ("_min", "_max", "_last", "_nan")  # what aggregation adds to a field name
+
+_Fields = dict[str, object]
+
+
+class Sampler(Protocol):
+    """Decide, call by call, what a sampled event writes."""
+
+    def offer(self, fields: _Fields) -> _Fields | None:
+        """Return the fields to write for this call (may be *fields* itself), or None."""
+
+    def flush(self) -> list[_Fields]:
+        """Return the records still owed (trailing drops, an open window) and start over.
+
+        Meant for the end, after the last offer(): a call racing it may be counted twice.
+        """
+
+
+def make_sampler(
+    *,
+    every: int | None = None,
+    per_second: float | None = None,
+    aggregate: bool = False,
+    clock: Clock | None = None,
+) -> Sampler:
+    """Return the sampler for ``run.sample(event, every=..., per_second=..., aggregate=...)``.
+
+    Raises:
+        FieldError: not exactly one of *every* and *per_second*, or a value out of range.
+    """
+    if not isinstance(aggregate, bool):
+        msg = f"run.sample(): aggregate must be True or False, got {aggregate!r}"
+        raise FieldError(msg)
+    if every is not None and per_second is None:
+        _check_every(every)
+        return EveryNthAggregator(every) if aggregate else EveryNthSampler(every)
+    if per_second is not None and every is None:
+        _check_per_second(per_second)
+        if aggregate:
+            return PerSecondAggregator(per_second, clock=clock)
+        return PerSecondSampler(per_second, clock=clock)
+    got = "neither" if every is None else f"both (every={every!r}, per_second={per_second!r})"
+    msg = f"run.sample() needs exactly one of every=N or per_second=R; got {got}"
+    raise FieldError(msg)
+
+
+def _check_every(every: object) -> None:
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        msg = (
+            f"run.sample(): every must be a positive int, got {every!r}; "
+            "every=10 keeps one call in 10"
+        )
+        raise FieldError(msg)
+
+
+def _check_per_second(per_second: object) -> None:
+    if (
+        isinstance(per_second, bool)
+        or not isinstance(per_second, (int, float))
+        or not 0 < per_second < math.inf
+    ):
+        msg = (
+            f"run.sample(): per_second must be a positive finite number, got {per_second!r}; "
+            "per_second=2 writes at most 2 records a second, per_second=0.1 one in 10 s"
+        )
+        raise FieldError(msg)
+
+
+def _check_free(fields: _Fields) -> None:
+    if N in fields:
+        msg = (
+            f"field {N!r} is reserved in a sampled event: runlines writes there how many "
+            "calls the record stands for; rename the field"
+        )
+        raise FieldError(msg)
+
+
+class EveryNthSampler:
+    """Keep the first call and every n-th after it; flush() writes the trailing drops."""
+
+    __slots__ = ("_every", "_index", "_last_dropped", "_lock")
+
+    def __init__(self, every: int) -> None:
+        _check_every(every)
+        self._every = every
+        # next() on itertools.count is atomic under the GIL: no lock on the hot path
+        self._index = itertools.count()
+        self._last_dropped: _Fields | None = None
+        self._lock = threading.Lock()  # flush() against flush()
+
+    def offer(self, fields: _Fields) -> _Fields | None:
+        """Return *fields* with ``n`` on every n-th call, else None (values untouched)."""
+        i = next(self._index)
+        if i % self._every:
+            self._last_dropped = fields  # a reference only: no copy, no conversion
+            return None
+        _check_free(fields)
+        fields[N] = self._every if i else 1
+        return fields
+
+    def flush(self) -> list[_Fields]:
+        """Return the last dropped call's fields with ``n`` = the drops since the last kept."""
+        with self._lock:
+            offers = next(self._index)  # reads the count; the counter is replaced below
+            last, self._last_dropped = self._last_dropped, None
+            self._index = itertools.count()
+        trailing = (offers - 1) % self._every if offers else 0
+        # With threads, *last* is one of the last drops, not always the very last: the
+        # count is exact either way.
+        if not trailing or last is None:
+            return []
+        last[N] = trailing
+        return [last]
+
+
+class PerSecondSampler:
+    """Keep a call when 1/R seconds passed since the last kept one; flush() as every-N."""
+
+    __slots__ = (
+        "_clock",
+        "_index",
+        "_interval_s",
+        "_last_dropped",
+        "_last_kept",
+        "_lock",
+        "_next_s",
+    )
+
+    def __init__(self, per_second: float, *, clock: Clock | None = None) -> None:
+        _check_per_second(per_second)
+        self._interval_s = 1.0 / per_second
+        self._clock = clock  # None: time.monotonic, looked up per call so tests can freeze it
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._index = itertools.count()
+        self._last_kept = -1  # index of the last kept call
+        self._next_s = -math.inf  # clock time from which the next call is kept
+        self._last_dropped: _Fields | None = None
+
+    def offer(self, fields: _Fields) -> _Fields | None:
+        """Return *fields* with ``n`` when the interval has passed, else None."""
+        i = next(self._index)
+        clock = self._clock
+        now = time.monotonic() if clock is None else clock()
+        if now < self._next_s:
+            self._last_dropped = fields
+            return None
+        return self._keep(i, now, fields)
+
+    def _keep(self, i: int, now: float, fields: _Fields) -> _Fields | None:
+        with self._lock:
+            # Another thread may have kept a call since this one read the clock.
+            if now < self._next_s or i <= self._last_kept:
+                self._last_dropped = fields
+                return None
+            _check_free(fields)
+            n = i - self._last_kept
+            self._last_kept = i
+            self._next_s = now + self._interval_s
+        fields[N] = n
+        return fields
+
+    def flush(self) -> list[_Fields]:
+        """Return the last dropped call's fields with ``n`` = the drops since the last kept."""
+        with self._lock:
+            offers = next(self._index)
+            trailing = offers - 1 - self._last_kept
+            last = self._last_dropped
+            self._reset()
+        if not trailing or last is None:
+            return []
+        last[N] = trailing
+        return [last]
+
+
+class _Stat:
+    """One field's running aggregate over a window."""
+
+    __slots__ = ("count", "last", "max", "min", "nan", "numeric", "total")
+
+    def __init__(self) -> None:
+        self.count = 0  # numeric values, NaN excluded
+        self.total = 0.0
+        self.min: float = math.inf
+        self.max: float = -math.inf
+        self.nan = 0
+        self.numeric = False
+        self.last: object = None  # last value as given (numbers: as converted)
+
+    def add(self, value: object) -> None:
+        number = _as_number(value)
+        if number is None:
+            if not self.numeric:
+                self.last = value
+            return  # a non-number in a numeric field (None, say) is a gap
+        self.numeric = True
+        self.last = number
+        if number != number:  # NaN
+            self.nan += 1
+            return
+        self.count += 1
+        self.total += number
+        if number < self.min:
+            self.min = number
+        if number > self.max:
+            self.max = number
+
+    def write(self, name: str, out: _Fields) -> None:
+        if not self.numeric:
+            out[name] = self.last
+            return
+        empty = self.count == 0
+        out[name] = math.nan if empty else self.total / self.count
+        out[f"{name}_min"] = math.nan if empty else self.min
+        out[f"{name}_max"] = math.nan if empty else self.max
+        out[f"{name}_last"] = self.last
+        if self.nan:
+            out[f"{name}_nan"] = self.nan
+
+
+def _as_number(value: object) -> int | float | None:
+    kind = type(value)
+    if kind is float or kind is int:
+        return value  # type: ignore[return-value]
+    if kind is bool or isinstance(value, (str, bytes)) or value is None:
+        return None
+    if isinstance(value, int):  # subclasses: IntEnum
+        return int(value)
+    if isinstance(value, float):  # subclasses: numpy.float64
+        return float(value)
+    module = kind.__module__.partition(".")[0]
+    if module in ("numpy", "torch"):
+        return _item(value)
+    return None
+
+
+def _item(value: object) -> int | float | None:
+    # numpy scalars, 0-d arrays and 0-d tensors of an int or float dtype; .item() on a
+    # CUDA tensor syncs the device, which aggregating cannot avoid.
+    if getattr(value, "ndim", None) != 0:
+        return None
+    item = value.item()  # type: ignore[attr-defined]
+    kind = type(item)
+    return item if kind is float or kind is int else None
+
+
+class _Window:
+    """Offers since the window opened: a count and one _Stat per field."""
+
+    __slots__ = ("offers", "stats")
+
+    def __init__(self) -> None:
+        self.offers = 0
+        self.stats: dict[str, _Stat] = {}
+
+    def add(self, fields: _Fields) -> None:
+        _check_free(fields)
+        self.offers += 1
+        stats = self.stats
+        for name, value in fields.items():
+            stat = stats.get(name)
+            if stat is None:
+                _check_no_clash(name, stats)
+                stat = stats[name] = _Stat()
+            stat.add(value)
+
+    def record(self) -> _Fields:
+        out: _Fields = {}
+        for name, stat in self.stats.items():
+            stat.write(name, out)
+        out[N] = self.offers
+        return out
+
+
+def _check_no_clash(name: str, stats: dict[str, _Stat]) -> None:
+    for suffix in _SUFFIXES:
+        if name + suffix in stats:
+            base = name
+        elif name.endswith(suffix) and name[: -len(suffix)] in stats:
+            base = name[: -len(suffix)]
+        else:
+            continue
+        msg = (
+            f"fields {base!r} and {base + suffix!r} clash in an aggregated event: "
+            f"aggregating {base!r} writes {base + suffix!r}; rename one of them"
+        )
+        raise FieldError(msg)
+
+
+class EveryNthAggregator:
+    """Write one aggregate record per window of n consecutive calls."""
+
+    __slots__ = ("_every", "_lock", "_window")
+
+    def __init__(self, every: int) -> None:
+        _check_every(every)
+        self._every = every
+        self._lock = threading.Lock()
+        self._window = _Window()
+
+    def offer(self, fields: _Fields) -> _Fields | None:
+        """Add *fields* to the window; return the window's record when it is full."""
+        with self._lock:
+            window = self._window
+            window.add(fields)
+            if window.offers < self._every:
+                return None
+            self._window = _Window()
+        return window.record()
+
+    def flush(self) -> list[_Fields]:
+        """Return the open window's record, if it has any call."""
+        with self._lock:
+            window, self._window = self._window, _Window()
+        return [window.record()] if window.offers else []
+
+
+class PerSecondAggregator:
+    """Write one aggregate record per window of 1/R seconds."""
+
+    __slots__ = ("_clock", "_end_s", "_interval_s", "_lock", "_window")
+
+    def __init__(self, per_second: float, *, clock: Clock | None = None) -> None:
+        _check_per_second(per_second)
+        self._interval_s = 1.0 / per_second
+        self._clock = clock  # None: time.monotonic, looked up per call so tests can freeze it
+        self._lock = threading.Lock()
+        self._window = _Window()
+        self._end_s = math.inf  # the open window's end; set by its first call
+
+    def offer(self, fields: _Fields) -> _Fields | None:
+        """Add *fields* to the window; the first call at or after its end closes it."""
+        clock = self._clock
+        now = time.monotonic() if clock is None else clock()
+        with self._lock:
+            closed = None
+            if now >= self._end_s:
+                closed, self._window = self._window, _Window()
+            if not self._window.offers:
+                self._end_s = now + self._interval_s
+            self._window.add(fields)
+        return None if closed is None else closed.record()
+
+    def flush(self) -> list[_Fields]:
+        """Return the open window's record, if it has any call."""
+        with self._lock:
+            window, self._window = self._window, _Window()
+            self._end_s = math.inf
+        return [window.record()] if window.offers else []

@@ -1,0 +1,237 @@
+"""Timing spans: a block's duration from an injected clock, emitted through a callback.
+
+Knows a clock and a callback, not ``Run`` or sinks; ``SpanStats`` keeps per-name totals.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, Final, TypeVar, cast
+
+from runlines.errors import FieldError
+
+__all__ = ["Clock", "Emit", "Span", "SpanStats", "Tracer"]
+
+Clock = Callable[[], float]
+"""Monotonic seconds; the default is ``time.perf_counter``."""
+
+Emit = Callable[[dict[str, object]], None]
+"""Receives one record per finished span."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# The keys a span record sets itself; a field of the same name would overwrite one.
+_RESERVED: Final = frozenset({"name", "duration_s", "parent", "status", "exc_type"})
+_DIGITS: Final = 6  # microseconds: finer is clock noise
+
+
+class SpanStats:
+    """Count, total and maximum duration per span name; thread-safe."""
+
+    __slots__ = ("_lock", "_shard", "_shards")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shards: list[dict[str, list[float]]] = []
+        self._shard = _Shard(self._shards, self._lock)
+
+    def add(self, name: str, duration_s: float) -> None:
+        """Count one span of *name* that lasted *duration_s* seconds."""
+        # Each thread updates its own shard, so no lock on this hot path.
+        totals = self._shard.totals
+        acc = totals.get(name)
+        if acc is None:
+            totals[name] = [1, duration_s, duration_s]
+            return
+        acc[0] += 1
+        acc[1] += duration_s
+        if duration_s > acc[2]:
+            acc[2] = duration_s
+
+    def summary(self) -> dict[str, dict[str, float | int]]:
+        """Return ``{name: {"count", "total_s", "mean_s", "max_s"}}`` in first-seen order."""
+        merged: dict[str, list[float]] = {}
+        with self._lock:
+            shards = [shard.copy() for shard in self._shards]
+        for shard in shards:
+            for name, (count, total, peak) in shard.items():
+                acc = merged.setdefault(name, [0, 0.0, peak])
+                acc[0] += count
+                acc[1] += total
+                acc[2] = max(acc[2], peak)
+        return {
+            name: {
+                "count": int(count),
+                "total_s": round(total, _DIGITS),
+                "mean_s": round(total / count, _DIGITS),
+                "max_s": round(peak, _DIGITS),
+            }
+            for name, (count, total, peak) in merged.items()
+        }
+
+
+class _Shard(threading.local):
+    """One thread's totals: name -> [count, total_s, max_s], registered for summary()."""
+
+    def __init__(self, shards: list[dict[str, list[float]]], lock: threading.Lock) -> None:
+        self.totals: dict[str, list[float]] = {}
+        with lock:
+            shards.append(self.totals)
+
+
+class _OpenSpans(threading.local):
+    """The spans open in the current thread, innermost last."""
+
+    def __init__(self) -> None:
+        self.stack: list[Span] = []
+
+
+class Tracer:
+    """Make spans that time a block and emit one record each when it ends."""
+
+    __slots__ = ("_clock", "_emit", "_open", "_shard", "stats")
+
+    def __init__(
+        self, emit: Emit, *, stats: SpanStats | None = None, clock: Clock | None = None
+    ) -> None:
+        self._emit = emit
+        self._clock = clock  # None: time.perf_counter, looked up per call so tests can freeze it
+        self._open = _OpenSpans()
+        self.stats = SpanStats() if stats is None else stats
+        self._shard = self.stats._shard
+
+    def span(self, name: str, /, **fields: object) -> Span:
+        """Return a span named *name*; its record carries *fields* too.
+
+        Raises:
+            FieldError: *name* is not a non-empty str, or a field reuses a key the record sets.
+        """
+        if not isinstance(name, str) or not name:
+            msg = f"span name must be a non-empty str, got {name!r}; name the block, e.g. 'eval'"
+            raise FieldError(msg)
+        if fields and not _RESERVED.isdisjoint(fields):
+            clash = sorted(_RESERVED.intersection(fields))
+            msg = (
+                f"span {name!r}: field {clash[0]!r} is set by the span record itself; "
+                f"rename it (reserved: {', '.join(sorted(_RESERVED))})"
+            )
+            raise FieldError(msg)
+        return Span(self, name, fields)
+
+
+class Span:
+    """Time a ``with`` block, or every call of a decorated function, as one record each.
+
+    A Span object times one ``with`` block at a time; as a decorator it makes a fresh
+    Span per call, so recursion and threads are safe.
+    """
+
+    __slots__ = ("_fields", "_name", "_parent", "_stack", "_start", "_tracer")
+    _stack: list[Span]  # the open spans of the thread that entered this one
+
+    def __init__(self, tracer: Tracer, name: str, fields: dict[str, object]) -> None:
+        self._tracer = tracer
+        self._name = name
+        self._fields = fields
+        self._parent: str | None = None
+        self._start: float | None = None  # None while closed
+
+    def __enter__(self) -> Span:
+        if self._start is not None:
+            msg = (
+                f"span {self._name!r} is already open; a Span times one block at a time, "
+                f"call span({self._name!r}) again for a nested or concurrent block"
+            )
+            raise RuntimeError(msg)
+        tracer = self._tracer
+        self._stack = stack = tracer._open.stack
+        self._parent = stack[-1]._name if stack else None
+        stack.append(self)
+        clock = tracer._clock
+        self._start = time.perf_counter() if clock is None else clock()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        tracer = self._tracer
+        clock = tracer._clock
+        end = time.perf_counter() if clock is None else clock()
+        # Not rounded: rounding would cost a sixth of the span (summary() rounds).
+        duration = end - self._start  # type: ignore[operator]
+        self._start = None
+        stack = self._stack
+        if stack[-1] is self:
+            stack.pop()
+        else:
+            _remove(stack, self)
+        name = self._name
+        record: dict[str, object] = {"name": name, "duration_s": duration}
+        if self._parent is not None:
+            record["parent"] = self._parent
+        if exc_type is None:
+            record["status"] = "ok"
+        else:
+            record["status"] = "interrupted" if exc_type is KeyboardInterrupt else "failed"
+            record["exc_type"] = exc_type.__name__
+        if self._fields:
+            record.update(self._fields)
+        # SpanStats.add() inlined: a call frame is a tenth of a span's cost
+        totals = tracer._shard.totals
+        acc = totals.get(name)
+        if acc is None:
+            totals[name] = [1, duration, duration]
+        else:
+            acc[0] += 1
+            acc[1] += duration
+            if duration > acc[2]:
+                acc[2] = duration
+        tracer._emit(record)
+
+    def __call__(self, func: _F) -> _F:
+        """Decorate *func* so that each call is one span (async functions too)."""
+        tracer, name, fields = self._tracer, self._name, self._fields
+        if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
+            msg = (
+                f"span({name!r}) cannot decorate the generator function {func.__qualname__!r}: "
+                f"the span would end before the first item; use 'with tracer.span({name!r}):' "
+                "inside it instead"
+            )
+            raise TypeError(msg)
+        if inspect.iscoroutinefunction(func):
+            return cast(_F, _wrap_async(func, tracer, name, fields))
+
+        @functools.wraps(func)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            with Span(tracer, name, fields):
+                return func(*args, **kwargs)
+
+        return cast(_F, timed)
+
+
+def _wrap_async(
+    func: Callable[..., Awaitable[Any]], tracer: Tracer, name: str, fields: dict[str, object]
+) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(func)
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        with Span(tracer, name, fields):
+            return await func(*args, **kwargs)
+
+    return timed
+
+
+def _remove(stack: list[Span], span: Span) -> None:
+    # Spans normally close innermost first; one closed out of order (interleaved
+    # generators or tasks) is removed where it is, so the stack stays true.
+    for i in range(len(stack) - 2, -1, -1):
+        if stack[i] is span:
+            del stack[i]
+            return

@@ -1,0 +1,127 @@
+"""Sinks: one write per line, partial writes finished, failures counted once and warned once."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from runlines import Run
+from runlines.sinks import FileSink, StdoutSink
+
+
+class TestFileSink:
+    def test_appends_one_line_per_write(self, tmp_path: Path) -> None:
+        sink = FileSink(tmp_path / "a.jsonl")
+
+        sink.write(b'{"a":1}\n')
+        sink.write(b'{"a":2}\n')
+        sink.close()
+
+        assert (tmp_path / "a.jsonl").read_bytes() == b'{"a":1}\n{"a":2}\n'
+
+    def test_file_mode_follows_the_umask(self, tmp_path: Path) -> None:
+        old = os.umask(0o027)
+        try:
+            FileSink(tmp_path / "a.jsonl").close()
+        finally:
+            os.umask(old)
+
+        assert (tmp_path / "a.jsonl").stat().st_mode & 0o777 == 0o640
+
+    def test_partial_write_is_finished(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        sink = FileSink(tmp_path / "a.jsonl")
+        real_write = os.write
+        calls: list[int] = []
+
+        def half_write(fd: int, data: bytes) -> int:
+            calls.append(len(data))
+            return real_write(fd, bytes(data[: max(1, len(data) // 2)]))
+
+        monkeypatch.setattr(os, "write", half_write)
+        sink.write(b'{"a":12345}\n')
+        monkeypatch.undo()
+        sink.close()
+
+        assert (tmp_path / "a.jsonl").read_bytes() == b'{"a":12345}\n'
+        assert len(calls) > 1
+        assert sink.dropped == 0
+
+    def test_line_after_a_torn_write_starts_on_its_own_line(self, tmp_path: Path) -> None:
+        sink = FileSink(tmp_path / "a.jsonl")
+        sink.write(b'{"a":1}\n')
+        full = os.open("/dev/full", os.O_WRONLY)
+        saved = os.dup(sink.fd)
+        real = sink.fd
+        os.dup2(full, real)
+        sink._torn = True  # as a partial write that then hit a full disk leaves it
+        sink.write(b'{"a":2}\n')
+        os.dup2(saved, real)
+        os.close(full)
+        os.close(saved)
+
+        sink.write(b'{"a":3}\n')
+        sink.close()
+
+        assert (tmp_path / "a.jsonl").read_bytes() == b'{"a":1}\n\n{"a":3}\n'
+        assert sink.dropped == 1
+
+    def test_full_device_counts_drops_and_warns_once(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        sink = FileSink(Path("/dev/full"))
+
+        for _ in range(3):
+            sink.write(b'{"a":1}\n')
+        sink.close()
+
+        assert sink.dropped == 3
+        assert capsys.readouterr().err.count("runlines: warning: the file sink failed") == 1
+
+
+class TestStdoutSink:
+    def test_replaced_stdout_gets_text(self) -> None:
+        stream = io.StringIO()
+        sink = StdoutSink(stream)
+
+        sink.write(b'{"a":1}\n')
+
+        assert stream.getvalue() == '{"a":1}\n'
+        assert sink.fd == -1
+
+    def test_closed_stream_counts_a_drop(self, capsys: pytest.CaptureFixture[str]) -> None:
+        stream = io.StringIO()
+        sink = StdoutSink(stream)
+        stream.close()
+
+        sink.write(b'{"a":1}\n')
+
+        assert sink.dropped == 1
+        assert "the stdout sink failed" in capsys.readouterr().err
+
+
+def test_fast_path_failure_counts_drops_and_recovers(run_dir: Path) -> None:
+    """With stdout off, log() writes the file descriptor directly; a failure leaves that path."""
+    with Run("r", run_dir, stdout=False) as run:
+        run.log("step", step=0)
+        saved = os.dup(run._file.fd)
+        full = os.open("/dev/full", os.O_WRONLY)
+        os.dup2(full, run._file.fd)
+        run.log("step", step=1)
+        run.log("step", step=2)
+        os.dup2(saved, run._file.fd)
+        os.close(full)
+        os.close(saved)
+        run.log("step", step=3)
+        dropped = run.dropped
+
+    lines = run.path.read_text().splitlines()
+    assert dropped == 2
+    assert [line for line in lines if '"step"' in line and '"event":"step"' in line][-1].endswith(
+        '"step":3}'
+    )
+    assert '"dropped":2' in lines[-1]
