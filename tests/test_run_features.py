@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from freezegun import freeze_time
 
-from runlines import FieldDriftWarning, FieldError, Run
+from runlines import FieldDriftWarning, FieldError, Run, RunlinesWarning
 from runlines.redaction import Redactor
 
 
@@ -263,6 +263,20 @@ class TestRedaction:
 
         assert secret_free(run.path.read_bytes()) == []
         assert secret_free(capsys.readouterr().out) == []
+
+    def test_repr_of_an_unknown_object_is_redacted(self, run_dir: Path) -> None:
+        class Client:
+            def __repr__(self) -> str:
+                return f"Client(key={SECRETS['github']})"
+
+        with (
+            Run("r", run_dir, stdout=False) as run,
+            pytest.warns(RunlinesWarning, match="cannot encode"),
+        ):
+            run.log("note", client=Client(), nested={"clients": [Client()]})
+
+        assert secret_free(run.path.read_bytes()) == []
+        assert records(run.path, "note")[0]["client"].startswith("Client(key=")
 
     def test_console_lines_are_redacted_too(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]

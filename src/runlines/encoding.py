@@ -15,7 +15,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from typing import Any, Final
 
@@ -27,6 +27,8 @@ __all__ = [
     "MAX_INLINE_ITEMS",
     "NONFINITE_KEY",
     "ORJSON_OPTIONS",
+    "Redact",
+    "console_line",
     "encode_default",
     "encode_line",
     "encode_line_safe",
@@ -63,10 +65,20 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
     return line
 
 
-def encode_line_safe(record: Mapping[str, Any]) -> bytes:
-    """Return *record* as one strict JSON line, whatever its values (the slow path)."""
+#: A redaction pass over a record of JSON data (runlines.redaction.Redactor.redact_fields).
+Redact = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def encode_line_safe(record: Mapping[str, Any], redact: Redact | None = None) -> bytes:
+    """Return *record* as one strict JSON line, whatever its values (the slow path).
+
+    *redact*, when given, sees the record after every value became JSON data (so the repr of
+    an unknown object is redacted too), before it is written.
+    """
     nonfinite: dict[str, str] = {}
     clean = _sanitize(record, "", nonfinite, set(), 0)
+    if redact is not None:
+        clean = redact(clean)
     if nonfinite:
         clean[NONFINITE_KEY] = nonfinite
     try:
@@ -246,6 +258,11 @@ def _repr_with_warning(value: Any) -> str:
     except Exception as err:  # a broken __repr__ must not break logging
         text = f"<unrepresentable {kind.__qualname__}: {type(err).__name__}>"
     return _clean_str(text)
+
+
+def console_line(line: bytes) -> str:
+    """Return the console line for an encoded JSON *line*: it shows exactly what was written."""
+    return format_console(restore_nonfinite(orjson.loads(line)))
 
 
 def format_console(record: Mapping[str, Any], event_width: int = 12) -> str:

@@ -22,11 +22,12 @@ from runlines import _context, _lifecycle
 from runlines import fields as _fields
 from runlines.artifacts import save_artifact
 from runlines.encoding import (
-    NONFINITE_KEY,
     ORJSON_OPTIONS,
+    Redact,
+    console_line,
     encode_default,
+    encode_line,
     encode_line_safe,
-    format_console,
 )
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
 from runlines.fields import Vocabulary
@@ -37,7 +38,7 @@ from runlines.spans import Span, SpanStats, Tracer
 
 __all__ = ["Run"]
 
-RESERVED: Final = frozenset({"ts", "event", "run", "rank", NONFINITE_KEY})
+RESERVED: Final = _fields.RESERVED_FIELDS
 _MAX_PLANS: Final = 10_000  # dynamic field names must not grow memory without bound
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 # Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
@@ -46,6 +47,8 @@ _monotonic = time.monotonic
 _dumps = orjson.dumps
 _write = os.write
 _OPTIONS: Final = ORJSON_OPTIONS
+# What a span record holds without user fields: names from code, never secrets.
+_SPAN_KEYS: Final = frozenset({"name", "duration_s", "parent", "status", "exc_type"})
 # Types that can hold no secret and need no walk before encoding.
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
 
@@ -95,6 +98,7 @@ class Run:
         self._vocabulary = _fields.load_vocabulary(fields)
         self._strict_fields = strict_fields
         self._redactor = _redactor(redact)
+        self._redact = None if self._redactor is None else self._redactor.redact_fields
         self._kinds: dict[str, str] = {}  # field name -> the JSON kind it was first logged as
         self._warned: set[str] = set()  # field names already warned about, once per run
         self._span_stats = SpanStats()
@@ -148,9 +152,10 @@ class Run:
         try:
             line = _dumps(record, default=encode_default, option=_OPTIONS)
         except JSONEncodeError as err:
-            line = _encode_failed(record, err)
+            line = _encode_failed(record, err, self._redact)
         if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
-            line = encode_line_safe(record)
+            line = encode_line_safe(record, self._redact)
+        # _emit() inlined: a call frame here is paid once per training step.
         fds = self._fds
         if fds is None:
             self._emit(line, record)
@@ -168,7 +173,7 @@ class Run:
             if written != size:
                 self._write_failed(fd, line, written, None)
         if self._console is not None:
-            self._console.write_text(format_console(record))
+            self._console.write_text(console_line(line))
 
     def close(self) -> None:
         """Write `run_end` with status "ok" and release the log; closing twice does nothing."""
@@ -330,11 +335,25 @@ class Run:
         return self._redactor.redact_fields(fields)
 
     def _emit(self, line: bytes, record: Mapping[str, Any]) -> None:
-        """Hand *line* to every sink through its own error handling, and the console line."""
-        for sink in self._sinks:
-            sink.write(line)
+        """Hand *line* to every sink, and the console line (log() inlines the same steps)."""
+        fds = self._fds
+        if fds is None:
+            for sink in self._sinks:
+                sink.write(line)
+        else:
+            flush = self._flush_stdout
+            if flush is not None:
+                flush()
+            for fd in fds:
+                try:
+                    written = _write(fd, line)
+                except OSError as err:
+                    self._write_failed(fd, line, 0, err)
+                    continue
+                if written != len(line):
+                    self._write_failed(fd, line, written, None)
         if self._console is not None:
-            self._console.write_text(format_console(record))
+            self._console.write_text(console_line(line))
 
     def _write_failed(self, fd: int, line: bytes, written: int, err: OSError | None) -> None:
         """Let the sink behind *fd* finish or count a failed write; leave the fast path."""
@@ -348,13 +367,19 @@ class Run:
         record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
         if self._rank is not None:
             record["rank"] = self._rank
-        redactor = self._redactor
-        record.update(fields if redactor is None else redactor.redact_fields(dict(fields)))
-        self._emit(encode_line_safe(record), record)
+        record.update(fields)
+        self._emit(encode_line_safe(record, self._redact), record)
 
     def _log_span(self, record: dict[str, Any]) -> None:
-        """Write a finished span's record through log(), sampling and caching included."""
-        self.log("span", **record)
+        """Write a finished span's record; without user fields it needs no redaction walk."""
+        if record.keys() - _SPAN_KEYS or self._samplers or self._state is _State.CLOSED:
+            self.log("span", **record)  # user fields, sampling or a closed run: the full path
+            return
+        if self._rank is None:
+            full = {"ts": _now(), "event": "span", "run": self.name, **record}
+        else:
+            full = {"ts": _now(), "event": "span", "run": self.name, "rank": self._rank, **record}
+        self._emit(encode_line(full), full)
 
     def _write_owed(self, event: str, sampler: Any) -> None:
         """Write what *sampler* still owes (a pending window, the trailing drops) as *event*."""
@@ -604,11 +629,15 @@ def _fast_path(sinks: tuple[Sink, ...], fsync: bool) -> tuple[tuple[int, ...] | 
     return tuple(sink.fd for sink in sinks), flush
 
 
-def _encode_failed(record: dict[str, Any], err: JSONEncodeError) -> bytes:
+def _encode_failed(
+    record: dict[str, Any],
+    err: JSONEncodeError,
+    redact: Redact | None,
+) -> bytes:
     """Raise the FieldError behind *err*, or encode *record* on the careful path."""
     if isinstance(err.__cause__, FieldError):
         raise err.__cause__ from None
-    return encode_line_safe(record)
+    return encode_line_safe(record, redact)
 
 
 def _last_run_start(path: Path) -> dict[str, Any] | None:
