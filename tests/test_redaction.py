@@ -654,3 +654,11 @@ def test_importing_redaction_loads_no_heavy_module() -> None:
     ).stdout
 
     assert out.strip() == "[]"
+
+
+def test_credential_shape_after_an_ordinary_key_is_still_redacted() -> None:
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+    redacted = DEFAULT_REDACTOR.redact_text(f"Client(key={token}, sort_key=name)")
+
+    assert redacted == "Client(key=[redacted], sort_key=name)"

@@ -399,8 +399,12 @@ class Redactor:
         """Redact the value of ``key=value`` / ``key: value`` in text when the key is secret."""
         text = match.group()
         parts = _ASSIGNMENT.match(text)
-        if parts is None or not self.is_secret_key(_key_before(match) + parts["key"]):
+        if parts is None:
             return text
+        if not self.is_secret_key(_key_before(match) + parts["key"]):
+            # An ordinary key ("key=", "token:"): its value may still hold a credential shape.
+            head = parts.group()
+            return head + _SECRET_SHAPES.sub(self._replace, text[len(head) :])
         return f"{parts.group()}{REDACTED}{parts['quote']}"
 
     def redact(self, value: object) -> object:
