@@ -11,6 +11,7 @@ from runlines.errors import (
     RunLockedError,
     RunStateError,
 )
+from runlines.reading import compare, iter_events, load
 from runlines.run import Run
 
 __all__ = [
@@ -23,4 +24,7 @@ __all__ = [
     "RunlinesError",
     "RunlinesWarning",
     "__version__",
+    "compare",
+    "iter_events",
+    "load",
 ]

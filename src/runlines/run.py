@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 import mmap
 import os
 import signal
@@ -10,7 +11,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -21,6 +22,7 @@ from orjson import JSONEncodeError
 from runlines import _context, _lifecycle
 from runlines import fields as _fields
 from runlines.artifacts import save_artifact
+from runlines.capture import Capture, CaptureSettings, parse_capture
 from runlines.encoding import (
     ORJSON_OPTIONS,
     Redact,
@@ -81,6 +83,8 @@ class Run:
         strict_fields: bool = False,
         fields: Vocabulary | str | os.PathLike[str] | None = None,
         redact: bool | Redactor = True,
+        capture: bool | str | Iterable[str] | CaptureSettings | None = True,
+        capture_level: int | str = logging.WARNING,
     ) -> None:
         self.name = _context.check_run_name(name)
         self.id = _context.new_run_id()
@@ -105,6 +109,7 @@ class Run:
         self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
+        self._capture = Capture(parse_capture(capture, level=capture_level), self._write)
         self._file = self._open_file(fsync)
         try:
             self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
@@ -119,6 +124,7 @@ class Run:
             self._release()
             raise
         _lifecycle.register(self)
+        self._capture.install()
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -445,6 +451,7 @@ class Run:
                 return
             self._state = _State.CLOSED
             self._plans.clear()
+        self._capture.restore()  # before run_end: nothing is captured into a closed run
         try:
             if os.getpid() == self._pid:
                 samplers, self._samplers = self._samplers, {}

@@ -1,0 +1,598 @@
+"""The `runlines` command, driven in-process: ls, show, tail, compare, plot, which."""
+
+from __future__ import annotations
+
+import io
+import math
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+from freezegun import freeze_time
+
+from _logs import T0, line, raw, train, write
+from runlines import Run, cli
+from runlines._version import __version__
+from runlines.cli import follow, main
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+class TestMain:
+    def test_help_lists_the_commands(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["--help"]) == 0
+
+        out = capsys.readouterr().out
+        for command in ("ls", "show", "tail", "compare", "plot", "which"):
+            assert command in out
+
+    def test_version_prints_the_package_version(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["--version"]) == 0
+
+        assert capsys.readouterr().out == f"runlines {__version__}\n"
+
+    def test_no_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main([]) == 2
+
+        assert "runlines: error:" in capsys.readouterr().err
+
+    def test_unknown_option_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        assert main(["tail", "-n", "lots", "x"]) == 2
+
+        assert "expected a count of records" in capsys.readouterr().err
+
+    def test_python_dash_m_runlines_runs_the_command(self) -> None:
+        done = subprocess.run(
+            [sys.executable, "-m", "runlines", "--version"], capture_output=True, text=True
+        )
+
+        assert done.returncode == 0
+        assert done.stdout == f"runlines {__version__}\n"
+
+
+class TestLs:
+    def test_lists_a_finished_run(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        with (
+            freeze_time("2026-05-01 12:00:00") as frozen,
+            Run("base", run_dir, stdout=False) as run,
+        ):
+            for step in (1, 2, 3):
+                frozen.tick(60)
+                run.log("train_step", step=step, loss=1 / step)
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        header, row = capsys.readouterr().out.strip().splitlines()
+        assert header.split() == [
+            "RUN",
+            "STATUS",
+            "ATTEMPTS",
+            "STARTED",
+            "DURATION",
+            "STEP",
+            "METRIC",
+        ]
+        started = _when(datetime(2026, 5, 1, 12, tzinfo=timezone.utc).timestamp())
+        assert row.split() == ["base", "ok", "1", *started.split(), "3m00s", "3", "loss=0.333333"]
+
+    def test_counts_attempts_and_shows_failed(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        train(run_dir, "f", range(1, 3))
+        with pytest.raises(ZeroDivisionError), Run("f", run_dir, stdout=False) as run:
+            run.log("train_step", step=3, loss=0.1)
+            _ = 1 / 0
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        row = capsys.readouterr().out.splitlines()[1].split()
+        assert row[:3] == ["f", "failed", "2"]
+
+    def test_open_run_is_running(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        with Run("live", run_dir, stdout=False) as run:
+            run.log("train_step", step=1, loss=0.5)
+
+            assert main(["ls", str(run_dir)]) == 0
+
+        assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["live", "running"]
+
+    def test_held_lock_without_run_end_is_running(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(
+            run_dir / "held.jsonl",
+            line("run_start", run="held", attempt=1),
+            line("train_step", run="held", step=1),
+        )
+
+        with FileLock(f"{log}.lock"):
+            assert main(["ls", str(run_dir)]) == 0
+
+        assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["held", "running"]
+
+    def test_no_run_end_and_no_lock_is_died_with_last_record_time(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        write(
+            run_dir / "gone.jsonl",
+            line("run_start", run="gone", attempt=1),
+            line("train_step", run="gone", ts=T0 + 90, step=7, loss=0.3),
+        )
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        row = capsys.readouterr().out.splitlines()[1]
+        assert f"died (last record {_when(T0 + 90)})" in row
+        assert "loss=0.3" in row
+        assert not (run_dir / "gone.jsonl.lock").exists()  # the probe creates no lock file
+
+    def test_released_lock_file_is_died(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "gone.jsonl", line("run_start", run="gone", attempt=1))
+        (run_dir / "gone.jsonl.lock").touch()
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        assert "died" in capsys.readouterr().out
+        assert log.exists()
+
+    def test_rank_files_are_one_run(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        for rank in ("0", "1"):
+            monkeypatch.setenv("RANK", rank)
+            train(run_dir, "ddp", range(1, 3))
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        rows = capsys.readouterr().out.splitlines()[1:]
+        assert len(rows) == 1
+        assert rows[0].startswith("ddp (2 ranks)")
+
+    def test_metric_without_loss_is_the_first_numeric_field(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        write(run_dir / "acc.jsonl", line("eval", run="acc", step=4, accuracy=0.75, split="val"))
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        assert "accuracy=0.75" in capsys.readouterr().out
+
+    def test_a_file_that_is_no_log_is_skipped_with_a_warning(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        train(run_dir, "good", range(1, 3))
+        write(run_dir / "junk.jsonl", b"\x00\x01 not json\n" * 5)
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        captured = capsys.readouterr()
+        assert [row.split()[0] for row in captured.out.splitlines()[1:]] == ["good"]
+        assert "runlines: warning: skipped" in captured.err
+
+    def test_empty_log_is_listed(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        write(run_dir / "new.jsonl")
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["new", "died"]
+
+    def test_folder_without_logs_is_an_error(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["ls", str(tmp_path)]) == 1
+
+        err = capsys.readouterr().err
+        assert err.startswith("runlines: error: ")
+        assert "has no *.jsonl logs" in err
+        assert err.count("\n") == 1
+
+
+class TestShow:
+    @pytest.fixture(name="full_run")
+    def _full_run(self, run_dir: Path) -> Path:
+        checkpoint = run_dir / "ckpt.pt"
+        write(checkpoint, b"weights")
+        with Run("full", run_dir, stdout=False, config={"lr": 0.1, "opt": {"name": "adam"}}) as run:
+            for step in (1, 2):
+                with run.span("step"):
+                    run.log("train_step", step=step, loss=1 / step)
+            run.log("eval", step=2, split="val", accuracy=0.9)
+            run.artifact("ckpt", path=checkpoint, step=2)
+        return run_dir / "full.jsonl"
+
+    def test_prints_start_status_events_spans_artifacts_and_last_values(
+        self, full_run: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["show", str(full_run)]) == 0
+
+        out = capsys.readouterr().out
+        for expected in (
+            "run       full",
+            "status    ok",
+            "attempts  1",
+            "opt.name  adam",
+            "train_step      2",
+            "  step      2",
+            "ckpt",
+            "loss        0.5     2",
+            "accuracy    0.9     2",
+        ):
+            assert expected in out, expected
+        assert "SPAN" in out
+        assert "SHA256" in out
+
+    def test_finds_a_run_by_name_in_the_current_folder(
+        self, full_run: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(full_run.parent)
+
+        assert main(["show", "full"]) == 0
+
+        assert "run       full" in capsys.readouterr().out
+
+    def test_shows_each_rank(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        for rank in ("0", "1"):
+            monkeypatch.setenv("RANK", rank)
+            train(run_dir, "ddp", range(1, 4))
+
+        assert main(["show", str(run_dir / "ddp.jsonl")]) == 0
+
+        out = capsys.readouterr().out
+        assert f"rank 1 ({run_dir / 'ddp.rank1.jsonl'}): ok" in out
+
+    def test_failed_run_shows_its_error(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with pytest.raises(FloatingPointError), Run("nan", run_dir, stdout=False):
+            raise FloatingPointError("loss is nan")
+
+        assert main(["show", str(run_dir / "nan.jsonl")]) == 0
+
+        out = capsys.readouterr().out
+        assert "status    failed" in out
+        assert "error     FloatingPointError: loss is nan" in out
+
+    def test_died_run_shows_its_last_record(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(
+            run_dir / "d.jsonl",
+            line("run_start", run="d", attempt=1),
+            line("x", run="d", ts=T0 + 5),
+        )
+
+        assert main(["show", str(log)]) == 0
+
+        out = capsys.readouterr().out
+        assert "status       died" in out
+        assert f"last record  {_when(T0 + 5)}" in out
+
+    def test_unknown_run_is_one_error_line(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["show", "nope"]) == 1
+
+        err = capsys.readouterr().err
+        assert err == (
+            "runlines: error: no run 'nope': there is no file nope and no nope.jsonl in "
+            f"{tmp_path}; pass a log file, or a run name from the folder that holds its log "
+            "(list them: runlines ls)\n"
+        )
+
+    def test_a_folder_is_not_a_run(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        run_dir.mkdir()
+
+        assert main(["show", str(run_dir)]) == 1
+
+        assert "is a folder; pass one log file" in capsys.readouterr().err
+
+
+class TestHostileInputs:
+    @pytest.mark.parametrize("command", ["show", "tail"])
+    def test_empty_file_is_an_error_or_nothing(
+        self, command: str, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "e.jsonl")
+
+        status = main([command, str(log)])
+
+        captured = capsys.readouterr()
+        if command == "show":
+            assert status == 1
+            assert "has no records: it is empty" in captured.err
+        else:
+            assert (status, captured.out) == (0, "")
+
+    @pytest.mark.parametrize("command", ["show", "tail"])
+    def test_binary_garbage_is_a_clear_error(
+        self, command: str, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "g.jsonl", bytes(range(256)) * 50)
+
+        assert main([command, str(log)]) == 1
+
+        err = capsys.readouterr().err
+        assert err.startswith("runlines: error:")
+        assert "Traceback" not in err
+
+    def test_json_arrays_are_skipped_with_a_warning(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "a.jsonl", line("x", run="a", n=1), raw([1, 2, 3]))
+
+        assert main(["show", str(log)]) == 0
+
+        assert "runlines: warning:" in capsys.readouterr().err
+
+    def test_a_file_of_records_without_event_is_not_a_runlines_log(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "o.jsonl", raw({"a": 1}))
+
+        assert main(["show", str(log)]) == 1
+
+        assert "not a runlines log: no record has an 'event' field" in capsys.readouterr().err
+
+    def test_last_line_without_newline_is_shown(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "n.jsonl", line("a", run="n"), line("b", run="n").rstrip())
+
+        assert main(["tail", str(log)]) == 0
+
+        assert [row.split()[1] for row in capsys.readouterr().out.splitlines()] == ["a", "b"]
+
+    def test_a_very_long_line_is_shortened_on_screen(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "l.jsonl", line("big", run="l", text="x" * 2_000_000))
+
+        assert main(["tail", str(log)]) == 0
+        assert main(["show", str(log)]) == 0
+
+        assert len(capsys.readouterr().out.splitlines()[0]) < 200
+
+
+class TestTail:
+    def test_prints_the_last_n_records_aligned(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = train(run_dir, "t", range(1, 6))
+
+        assert main(["tail", "-n", "3", str(log)]) == 0
+
+        rows = capsys.readouterr().out.splitlines()
+        assert [r.split()[1] for r in rows] == ["train_step", "train_step", "run_end"]
+        assert "step=5 loss=0.2" in rows[1]
+        assert len({r.index(r.split()[2]) for r in rows}) == 1  # fields start in one column
+
+    def test_event_filter(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        log = train(run_dir, "t", range(1, 6), evals=True)
+
+        assert main(["tail", "--event", "eval", str(log)]) == 0
+
+        assert [r.split()[1] for r in capsys.readouterr().out.splitlines()] == ["eval", "eval"]
+
+    def test_unknown_event_lists_the_events(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = train(run_dir, "t", range(1, 3))
+
+        assert main(["tail", "--event", "evl", str(log)]) == 1
+
+        assert (
+            "has event 'evl'; its events: run_end, run_start, train_step" in capsys.readouterr().err
+        )
+
+    def test_follow_prints_records_appended_by_a_restarted_attempt(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = write(
+            run_dir / "live.jsonl",
+            line("run_start", run="live", attempt=1),
+            line("train_step", run="live", step=1),
+        )
+        appends = [
+            line("train_step", run="live", step=2) + b'{"ts": 3, "event": "train_st',
+            b"\n" + line("run_start", run="live", attempt=2, resume_step=1),
+            line("train_step", run="live", step=2, loss=0.25)[:20],
+            line("train_step", run="live", step=2, loss=0.25)[20:],
+        ]
+        monkeypatch.setattr(cli, "_sleep", _writer(log, appends))
+
+        assert main(["tail", "-f", "-n", "1", str(log)]) == 0
+
+        captured = capsys.readouterr()
+        assert [r.split()[1] for r in captured.out.splitlines()] == [
+            "train_step",
+            "train_step",
+            "run_start",
+            "train_step",
+        ]
+        assert "loss=0.25" in captured.out.splitlines()[-1]
+        assert "runlines: warning:" in captured.err
+        assert "not a complete JSON object" in captured.err
+
+    def test_follow_filters_events_and_stops_when_asked(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = write(run_dir / "f.jsonl", line("a", run="f"))
+        out = io.StringIO()
+        stops = iter([False] * 3)
+        appends = [line("b", run="f"), line("a", run="f", n=2)]
+        monkeypatch.setattr(cli, "_sleep", _writer(log, appends, stop=False))
+
+        follow(
+            log,
+            out,
+            events={"a"},
+            offset=log.stat().st_size,
+            should_stop=lambda: next(stops, True),
+        )
+
+        assert [r.split()[1] for r in out.getvalue().splitlines()] == ["a"]
+        assert "n=2" in out.getvalue()
+
+    def test_follow_starts_over_when_the_file_is_replaced(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = write(run_dir / "r.jsonl", line("old", run="r"), line("old", run="r"))
+        out = io.StringIO()
+        stops = iter([False] * 2)
+        monkeypatch.setattr(cli, "_sleep", lambda _s: write(log, line("new", run="r")))
+
+        follow(log, out, offset=log.stat().st_size, should_stop=lambda: next(stops, True))
+
+        assert out.getvalue().split()[1] == "new"
+
+
+def _writer(log: Path, appends: list[bytes], *, stop: bool = True) -> object:
+    """Return a fake sleep that appends the next chunk to *log*; then Ctrl-C (or nothing)."""
+    pending = list(appends)
+
+    def sleep(_seconds: float) -> None:
+        if not pending:
+            if stop:
+                raise KeyboardInterrupt
+            return
+        with log.open("ab") as out:
+            out.write(pending.pop(0))
+
+    return sleep
+
+
+class TestCompare:
+    def test_prints_one_column_per_run(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        train(run_dir, "a", range(1, 4))
+        train(run_dir, "b", range(1, 3))
+
+        assert (
+            main(
+                ["compare", str(run_dir / "a.jsonl"), str(run_dir / "b.jsonl"), "--metric", "loss"]
+            )
+            == 0
+        )
+
+        assert capsys.readouterr().out.splitlines() == [
+            "step         a    b",
+            "   1         1    1",
+            "   2       0.5  0.5",
+            "   3  0.333333    -",
+        ]
+
+    def test_run_names_and_by(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        train(run_dir, "a", range(1, 25))
+        monkeypatch.chdir(run_dir)
+
+        assert main(["compare", "a", "--metric", "loss", "--by", "epoch", "--agg", "max"]) == 0
+
+        assert capsys.readouterr().out.splitlines()[1].split() == ["0", "1"]
+
+    def test_unknown_metric_is_one_error_line(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = train(run_dir, "a", range(1, 3))
+
+        assert main(["compare", str(log), "--metric", "acc"]) == 1
+
+        err = capsys.readouterr().err
+        assert err.startswith("runlines: error: metric 'acc' is in no record; numeric fields: ")
+        assert err.count("\n") == 1
+
+
+class TestPlot:
+    def test_writes_a_png(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        train(run_dir, "a", range(1, 20))
+        train(run_dir, "b", range(1, 15))
+        target = run_dir / "loss.png"
+
+        assert main(["plot", str(run_dir), "--metric", "loss", "-o", str(target)]) == 0
+
+        assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert capsys.readouterr().out == f"wrote {target} (loss by step, 2 runs)\n"
+
+    def test_without_matplotlib_says_what_to_install(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        train(run_dir, "a", range(1, 3))
+        monkeypatch.setitem(sys.modules, "matplotlib", None)
+
+        assert main(["plot", str(run_dir), "--metric", "loss", "-o", str(run_dir / "x.png")]) == 1
+
+        assert capsys.readouterr().err == (
+            "runlines: error: plotting needs matplotlib: pip install 'runlines[plot]'\n"
+        )
+
+
+class TestWhich:
+    @pytest.fixture(name="checkpoint")
+    def _checkpoint(self, run_dir: Path) -> Path:
+        checkpoint = write(run_dir / "ckpt-3.pt", b"\x00weights" * 1000)
+        train(run_dir, "w", range(1, 3))
+        with Run("w", run_dir, stdout=False, resume_step=2) as run:
+            run.log("train_step", step=3, loss=0.1)
+            run.artifact("ckpt", path=checkpoint, step=3)
+        return checkpoint
+
+    def test_finds_the_run_that_registered_a_file(
+        self, checkpoint: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["which", str(checkpoint)]) == 0
+
+        out = capsys.readouterr().out
+        assert out.startswith("run w  attempt 2  step 3  artifact 'ckpt'  path ckpt-3.pt  log ")
+
+    def test_finds_a_copy_moved_elsewhere_by_content(
+        self, checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        copy = write(tmp_path / "elsewhere" / "deep" / "model.bin", checkpoint.read_bytes())
+
+        assert main(["which", str(copy)]) == 1
+        assert main(["which", str(copy), str(checkpoint.parent)]) == 0
+
+        captured = capsys.readouterr()
+        assert "no run registered a file with sha256" in captured.err
+        assert "run w  attempt 2" in captured.out
+
+    def test_finds_it_from_a_subfolder_of_the_logs(
+        self, checkpoint: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        copy = write(checkpoint.parent / "w.artifacts" / "again.pt", checkpoint.read_bytes())
+
+        assert main(["which", str(copy)]) == 0
+
+        assert "artifact 'ckpt'" in capsys.readouterr().out
+
+    def test_missing_file_is_an_error(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["which", str(run_dir / "nope.pt")]) == 1
+
+        assert "no such file" in capsys.readouterr().err
+
+
+def test_nan_metric_prints_as_nan(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with Run("n", run_dir, stdout=False) as run:
+        run.log("train_step", step=1, loss=math.nan)
+
+    assert main(["tail", "-n", "1", "--event", "train_step", str(run_dir / "n.jsonl")]) == 0
+
+    assert "loss=nan" in capsys.readouterr().out
