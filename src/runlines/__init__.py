@@ -1,5 +1,9 @@
 """runlines: structured JSON Lines logging for machine-learning training runs."""
 
+from __future__ import annotations
+
+import importlib
+import typing
 
 from runlines._version import __version__
 from runlines.errors import (
@@ -11,8 +15,10 @@ from runlines.errors import (
     RunLockedError,
     RunStateError,
 )
-from runlines.reading import compare, iter_events, load
 from runlines.run import Run
+
+if typing.TYPE_CHECKING:
+    from runlines.reading import compare, iter_events, load
 
 __all__ = [
     "FieldDriftWarning",
@@ -28,3 +34,20 @@ __all__ = [
     "iter_events",
     "load",
 ]
+
+# The read side is imported on first use: a training process that only writes never pays for it.
+_LAZY = dict.fromkeys(("compare", "iter_events", "load"), "runlines.reading")
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'runlines' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

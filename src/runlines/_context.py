@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import os
-import platform
 import re
-import secrets
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -64,12 +60,17 @@ def log_path(directory: Path, name: str, dist: Distributed | None) -> Path:
 
 def new_run_id() -> str:
     """Return an identifier unique to this process's run, sortable by start time."""
+    import secrets  # imported when a run opens, not with runlines
+
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     return f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 def describe_process() -> dict[str, Any]:
     """Return host, pid, versions, argv, cwd and the git state of the working directory."""
+    import platform  # imported when a run opens, not with runlines
+    import socket
+
     cwd = os.getcwd()
     info: dict[str, Any] = {
         "host": socket.gethostname(),
@@ -93,6 +94,8 @@ def git_state(cwd: str) -> dict[str, Any]:
 
 
 def _git(cwd: str, *args: str) -> str | None:
+    import subprocess  # imported when a run opens, not with runlines
+
     try:
         done = subprocess.run(
             ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
