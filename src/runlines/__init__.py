@@ -9,6 +9,7 @@ from runlines._version import __version__
 from runlines.errors import (
     FieldDriftWarning,
     FieldError,
+    QueryError,
     ReadError,
     RunlinesError,
     RunlinesWarning,
@@ -19,10 +20,12 @@ from runlines.run import Run
 
 if typing.TYPE_CHECKING:
     from runlines.reading import compare, iter_events, load
+    from runlines.sql import export, query
 
 __all__ = [
     "FieldDriftWarning",
     "FieldError",
+    "QueryError",
     "ReadError",
     "Run",
     "RunLockedError",
@@ -31,12 +34,17 @@ __all__ = [
     "RunlinesWarning",
     "__version__",
     "compare",
+    "export",
     "iter_events",
     "load",
+    "query",
 ]
 
 # The read side is imported on first use: a training process that only writes never pays for it.
-_LAZY = dict.fromkeys(("compare", "iter_events", "load"), "runlines.reading")
+_LAZY = {
+    **dict.fromkeys(("compare", "iter_events", "load"), "runlines.reading"),
+    **dict.fromkeys(("export", "query"), "runlines.sql"),
+}
 
 
 def __getattr__(name: str) -> typing.Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from runlines import reading
+from runlines._cli_scale import add_commands as add_scale_commands
 from runlines._version import __version__
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_compare(commands, "compare", "print a metric per run, one row per step")
     _add_compare(commands, "plot", "plot a metric per run to a PNG")
     _add_which(commands)
+    add_scale_commands(commands)
     return parser
 
 

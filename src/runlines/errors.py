@@ -7,7 +7,8 @@ The tree::
     │                                                a value too large to inline
     ├── RunStateError(RunlinesError, RuntimeError)  log after close, re-entering a closed run
     ├── RunLockedError(RunlinesError, RuntimeError) another live process holds the run
-    └── ReadError(RunlinesError, ValueError)        a log that cannot be read (path, line)
+    ├── ReadError(RunlinesError, ValueError)        a log that cannot be read (path, line)
+    └── QueryError(RunlinesError, ValueError)       SQL that DuckDB refused (runlines.query)
 
     RunlinesWarning(UserWarning)                    a failure outside runlines during a run
     └── FieldDriftWarning(RunlinesWarning)          a drifting field name or type
@@ -20,6 +21,7 @@ from __future__ import annotations
 __all__ = [
     "FieldDriftWarning",
     "FieldError",
+    "QueryError",
     "ReadError",
     "RunLockedError",
     "RunStateError",
@@ -51,6 +53,10 @@ class ReadError(RunlinesError, ValueError):
         super().__init__(message)
         self.path = path
         self.line = line
+
+
+class QueryError(RunlinesError, ValueError):
+    """SQL that DuckDB refused, with DuckDB's message and a hint about the ``records`` view."""
 
 
 class RunlinesWarning(UserWarning):

@@ -203,6 +203,26 @@ def _open_log(path: str | os.PathLike[str]) -> Any:
         raise ReadError(msg, str(path)) from err
 
 
+def _load_duckdb(
+    sources: tuple[str | os.PathLike[str], ...],
+    event: str | Iterable[str] | None,
+    columns: Iterable[str] | None,
+    superseded: bool,
+    errors: str,
+    engine: str,
+) -> pd.DataFrame:
+    """Return load()'s frame read through DuckDB."""
+    if engine != "duckdb":
+        msg = f"engine must be 'pandas' or 'duckdb', got {engine!r}"
+        raise ValueError(msg)
+    if errors == "raise":
+        msg = "engine='duckdb' skips bad lines and cannot raise on them; use engine='pandas'"
+        raise ValueError(msg)
+    from runlines.sql import load_duckdb
+
+    return load_duckdb(*sources, event=event, columns=columns, superseded=superseded)
+
+
 def _check_errors(errors: str) -> None:
     if errors not in ("warn", "raise"):
         msg = f"errors must be 'warn' or 'raise', got {errors!r}"
@@ -1082,6 +1102,7 @@ def load(
     columns: Iterable[str] | None = None,
     superseded: bool = False,
     errors: Errors = "warn",
+    engine: Literal["pandas", "duckdb"] = "pandas",
 ) -> pd.DataFrame:
     """Return the records of *sources* (log files or folders of logs) as one DataFrame.
 
@@ -1091,6 +1112,8 @@ def load(
         columns: the fields to keep; ``ts``, ``event`` and ``run`` are always kept.
         superseded: keep records that a resumed attempt rewound past (dropped by default).
         errors: ``"warn"`` skips bad lines with one warning per file; ``"raise"`` raises.
+        engine: ``"duckdb"`` reads through DuckDB (``runlines[duckdb]``), out of core; the
+            default pandas reader is faster at every size measured (docs/scale.md).
 
     Raises:
         ReadError: a missing or unreadable log, or a bad line with ``errors="raise"``.
@@ -1099,6 +1122,8 @@ def load(
     import numpy as np
 
     _check_errors(errors)
+    if engine != "pandas":
+        return _load_duckdb(sources, event, columns, superseded, errors, engine)
     names = _event_names(event)
     found = find_logs(*sources)
     _prefetch_pandas("load()")

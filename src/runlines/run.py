@@ -109,7 +109,7 @@ class Run:
         self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
-        self._capture = Capture(parse_capture(capture, level=capture_level), self._write)
+        self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
         self._file = self._open_file(fsync)
         try:
             self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
@@ -375,6 +375,11 @@ class Run:
             record["rank"] = self._rank
         record.update(fields)
         self._emit(encode_line_safe(record, self._redact), record)
+
+    def _write_captured(self, event: str, fields: Mapping[str, Any]) -> None:
+        """Write a captured warning or log record, unless the run has ended meanwhile."""
+        if self._state is _State.OPEN:
+            self._write(event, fields)
 
     def _log_span(self, record: dict[str, Any]) -> None:
         """Write a finished span's record; without user fields it needs no redaction walk."""

@@ -1,0 +1,119 @@
+"""The `runlines query` and `runlines export` commands: SQL and Parquet over many logs (DuckDB).
+
+`add_commands` adds both to the `runlines` parser; each handler returns the exit status and
+reports a failure as one ``runlines: error:`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runlines.errors import RunlinesError
+
+__all__ = ["add_commands"]
+
+_EXAMPLE = "SELECT run, epoch, avg(loss) FROM records GROUP BY ALL ORDER BY ALL"
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add `query` and `export` to *subparsers* (from ``parser.add_subparsers()``)."""
+    query = subparsers.add_parser(
+        "query",
+        help="run SQL over the records of logs (the view 'records'); needs runlines[duckdb]",
+        description=f"Run SQL over every record of the logs, the view 'records'. e.g. {_EXAMPLE!r}",
+    )
+    query.add_argument("sql", help="one SQL statement over the view 'records'")
+    query.add_argument("sources", nargs="+", metavar="SOURCE", help="a .jsonl log or a folder")
+    query.add_argument(
+        "-o", "--output", type=Path, help="write the result to FILE.csv or FILE.parquet"
+    )
+    query.add_argument(
+        "--superseded", action="store_true", help="keep records a resumed attempt rewound past"
+    )
+    _set_handler(query, _query)
+    export = subparsers.add_parser(
+        "export",
+        help="write every record of logs to Parquet for BI tools and Spark; needs runlines[duckdb]",
+    )
+    export.add_argument("sources", nargs="+", metavar="SOURCE", help="a .jsonl log or a folder")
+    export.add_argument(
+        "-o", "--output", type=Path, required=True, help="the .parquet file (or new folder)"
+    )
+    export.add_argument(
+        "--partition-by-run",
+        action="store_true",
+        help="write a folder of run=<name>/ parts instead of one file",
+    )
+    export.add_argument(
+        "--superseded", action="store_true", help="keep records a resumed attempt rewound past"
+    )
+    _set_handler(export, _export)
+
+
+def _set_handler(parser: argparse.ArgumentParser, handler: Callable[[Any], int]) -> None:
+    # `handler` is what runlines.cli.main calls; `func` is argparse's usual name for it
+    parser.set_defaults(handler=handler, func=handler)
+
+
+def _query(args: argparse.Namespace) -> int:
+    from runlines import sql
+
+    def run() -> None:
+        if args.output is not None:
+            path = sql.query_to_file(
+                args.sql, *args.sources, output=args.output, superseded=args.superseded
+            )
+            print(f"wrote {path}")
+            return
+        frame = sql.query(args.sql, *args.sources, superseded=args.superseded)
+        print(_table(frame))
+
+    return _reporting_errors(run)
+
+
+def _table(frame: Any) -> str:
+    if frame.columns.empty:
+        return "(no result)"
+    if frame.empty:
+        return "  ".join(map(str, frame.columns)) + "\n(0 rows)"
+    text: str = frame.to_string(index=False, na_rep="NULL")
+    return text
+
+
+def _export(args: argparse.Namespace) -> int:
+    from runlines import sql
+
+    def run() -> None:
+        path = sql.export(
+            *args.sources,
+            output=args.output,
+            partition_by_run=args.partition_by_run,
+            superseded=args.superseded,
+        )
+        print(f"wrote {path}")
+
+    return _reporting_errors(run)
+
+
+def _reporting_errors(work: Callable[[], None]) -> int:
+    """Run *work*; print a failure as one line on stderr and return 1, else return 0."""
+    try:
+        work()
+    except (RunlinesError, ImportError, OSError, ValueError) as err:
+        print(f"runlines: error: {_one_line(err)}", file=sys.stderr)
+        return 1
+    except Exception as err:  # DuckDB's own errors (I/O, conversion) during a COPY or scan
+        if type(err).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
+            raise
+        print(f"runlines: error: DuckDB failed: {_one_line(err)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -1,0 +1,232 @@
+"""Lightning: `RunlinesLogger` writes hyperparameters, metrics and checkpoints to a run.
+
+See docs/integrations.md. Importing this module imports lightning.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from argparse import Namespace
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, cast
+
+try:
+    from lightning.fabric.loggers.logger import rank_zero_experiment
+    from lightning.pytorch.callbacks import ModelCheckpoint
+    from lightning.pytorch.loggers.logger import Logger
+    from lightning.pytorch.utilities import rank_zero_only
+except ImportError as err:  # pragma: no cover - depends on the environment
+    msg = "RunlinesLogger needs lightning: pip install 'runlines[lightning]'"
+    raise ImportError(msg) from err
+
+from runlines.integrations import _agreed_name, _strip_prefix
+from runlines.run import Run
+
+__all__ = ["RunlinesLogger"]
+
+# Metric name prefixes -> (event, split). Names without one are training metrics.
+_SPLITS: Final = (
+    (("val_", "val/", "valid_", "valid/", "validation_", "validation/"), "eval", "val"),
+    (("test_", "test/"), "eval", "test"),
+    (("train_", "train/"), "train_step", None),
+)
+_SHARED: Final = ("epoch",)  # a field every record of one log_metrics() call carries
+_STEP_IN_NAME: Final = re.compile(r"(?:^|[-_])step=(\d+)")  # Lightning's default file names
+
+
+class RunlinesLogger(Logger):
+    """Log a Lightning `Trainer` to a runlines run, on the global-zero process only.
+
+    The run, named *name* in *directory*, opens at its first metric, checkpoint or use of
+    `experiment`, with the hyperparameters Lightning handed over as its `config`; *run_kwargs*
+    go to `Run`. `finalize` closes it with the status Lightning reports. Pass `run=` to log
+    into a run of your own instead: the logger joins it and leaves closing it to you.
+    """
+
+    def __init__(
+        self,
+        name: str = "lightning",
+        directory: str | os.PathLike[str] = ".",
+        *,
+        run: Run | None = None,
+        **run_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        if run is not None and run_kwargs:
+            msg = (
+                "RunlinesLogger(run=...) joins that run as it is; pass either run= or the "
+                f"options of a run to open, not both (got {sorted(run_kwargs)})"
+            )
+            raise TypeError(msg)
+        self._run = run
+        self._owns_run = run is None
+        self._name = run.name if run is not None else name
+        self._directory = Path(run.directory if run is not None else directory)
+        self._run_kwargs = run_kwargs
+        self._hyperparams: dict[str, Any] = {}
+        self._registered: dict[str, tuple[int, int, int]] = {}  # checkpoint -> its stat stamp
+
+    # -- what Lightning asks of a logger ------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The run's name."""
+        return self._name
+
+    @property
+    def version(self) -> str:
+        """Empty: a runlines run appends attempts to one log instead of numbering versions."""
+        return ""
+
+    @property
+    def save_dir(self) -> str:
+        """The run's directory; checkpoints default to `<directory>/<name>/checkpoints`."""
+        return str(self._directory)
+
+    @property
+    def root_dir(self) -> str:
+        """The folder of this run's checkpoints and other files: `<directory>/<name>`."""
+        return str(self._directory / self._name)
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> Run:
+        """The run. Until the first use it is a stand-in that opens the run when used."""
+        if self._is_open() and self._run is not None:
+            return self._run
+        return cast(Run, _DeferredRun(self))
+
+    @rank_zero_only
+    def log_hyperparams(
+        self, params: dict[str, Any] | Namespace, *args: Any, **kwargs: Any
+    ) -> None:
+        """Put *params* in the config of the run's `run_start`, or a `hyperparams` record."""
+        params = dict(vars(params) if isinstance(params, Namespace) else params)
+        if self._is_open():
+            self._open().log("hyperparams", config=params)
+        else:
+            # Not opened here: Lightning installs its signal handlers next and, when a fit
+            # fails, restores them after finalize(); a run opened now would leave its own.
+            self._hyperparams.update(params)
+
+    @rank_zero_only
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """Write *metrics* as `train_step` and `eval` records (val_ and test_ names) with step."""
+        run = self._open()
+        head = {"step": step} if step is not None else {}
+        for event, fields in _records(metrics):
+            run.log(event, **head, **fields)
+
+    @rank_zero_only
+    def after_save_checkpoint(self, checkpoint_callback: ModelCheckpoint) -> None:
+        """Register each checkpoint file the callback saved (best, last) as an artifact."""
+        for path in _checkpoint_paths(checkpoint_callback):
+            try:
+                stat = os.stat(path)
+            except OSError:
+                continue  # removed already, or on a filesystem of its own (s3://)
+            stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+            if self._registered.get(path) != stamp:
+                self._registered[path] = stamp
+                self._open().artifact("checkpoint", path=path, step=_step_of(path))
+
+    @rank_zero_only
+    def finalize(self, status: str) -> None:
+        """End the run with Lightning's status: success as ok, failed with its exception.
+
+        A stage that logged nothing leaves no run, unless it failed.
+        """
+        if not self._owns_run:
+            return
+        ok = status in ("success", "finished")  # finished: paused for a requeue, checkpoint saved
+        run = self._open() if self._is_open() or not ok else None
+        self._hyperparams = {}  # Lightning hands them over again at its next stage
+        if run is None:
+            return
+        if ok:
+            run.close()
+            return
+        exc = sys.exc_info()[1]  # Lightning finalizes from inside its `except` block
+        if exc is None:
+            exc = RuntimeError(f"Lightning finalized the run with status {status!r}")
+        run.__exit__(type(exc), exc, exc.__traceback__)
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def _is_open(self) -> bool:
+        run = self._run
+        return run is not None and not (run.closed and self._owns_run)
+
+    def _open(self) -> Run:
+        """Return the run, opening it (a new attempt after a finalize) when needed."""
+        run = self._run
+        if run is None or not self._is_open():
+            kwargs = dict(self._run_kwargs)
+            config = {**dict(kwargs.pop("config", None) or {}), **self._hyperparams}
+            run = self._run = Run(self._name, self._directory, config=config, **kwargs)
+        return run
+
+
+class _DeferredRun:
+    """Stands for a logger's run until first used, then opens it and passes everything on.
+
+    Lightning reads `logger.experiment` before it logs the hyperparameters; opening the run
+    then would leave them out of `run_start`.
+    """
+
+    __slots__ = ("_logger",)
+
+    def __init__(self, logger: RunlinesLogger) -> None:
+        self._logger = logger
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._logger._open(), name)
+
+    def __repr__(self) -> str:
+        return f"<run {self._logger.name!r}, opened at first use>"
+
+
+def _records(metrics: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Group *metrics* into records, in runlines' names: val_loss -> loss on an eval record."""
+    shared = {key: metrics[key] for key in _SHARED if key in metrics}
+    groups: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for key, value in metrics.items():
+        if key in shared:
+            continue
+        event, split, name = _place(key)
+        fields = groups.setdefault((event, split), dict(shared))
+        fields[key if name in fields else name] = value
+    if not groups and shared:
+        groups["train_step", None] = shared
+    return [
+        (event, fields if split is None else {**fields, "split": split})
+        for (event, split), fields in groups.items()
+    ]
+
+
+def _place(key: str) -> tuple[str, str | None, str]:
+    """Return the event, split and runlines name of the metric named *key*."""
+    for prefixes, event, split in _SPLITS:
+        name = _strip_prefix(key, prefixes)
+        if name != key:
+            return event, split, _agreed_name(name)
+    return "train_step", None, _agreed_name(key)
+
+
+def _checkpoint_paths(callback: ModelCheckpoint) -> list[str]:
+    """Return the files *callback* may just have saved: the last one it wrote, best, last."""
+    candidates = (
+        getattr(callback, "_last_checkpoint_saved", ""),  # the file just written, if known
+        callback.best_model_path,
+        callback.last_model_path,
+    )
+    return list(dict.fromkeys(str(path) for path in candidates if path))
+
+
+def _step_of(path: str) -> int | None:
+    """Return the step in a checkpoint's file name (`epoch=0-step=40.ckpt`), if there is one."""
+    match = _STEP_IN_NAME.search(Path(path).stem)
+    return int(match[1]) if match else None
