@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard, TypeVar
 
 import orjson
 
+from runlines._attempts import attempt_numbers, event_names, step_cutoffs
 from runlines.encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, ReadError, RunlinesWarning
 
@@ -984,47 +985,13 @@ def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
     for first, stop in _rows_per_log(logs):
         mine = (starts >= first) & (starts < stop)
         which = np.searchsorted(starts[mine] - first, np.arange(stop - first), side="right") - 1
-        nums = _attempt_numbers([n for n, m in zip(numbers, mine, strict=True) if m])
+        nums = np.array(attempt_numbers([n for n, m in zip(numbers, mine, strict=True) if m]))
         attempt[first:stop] = nums[np.maximum(which, 0)] if len(nums) else 1
         attempt[first:stop][which < 0] = 1
         if steps is not None:
-            cutoff = _cutoffs(resumes[mine])[which + 1]
+            cutoff = np.array(step_cutoffs(resumes[mine].tolist()))[which + 1]
             superseded[first:stop] = steps[first:stop] > cutoff
     return attempt, superseded
-
-
-def _attempt_numbers(values: list[Any]) -> _Ints:
-    """Return each run_start's attempt number: its `attempt` field, else one more than before."""
-    import numpy as np
-
-    numbers: list[int] = []
-    for value in values:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        numbers.append(value if ok else (numbers[-1] + 1 if numbers else 1))
-    return np.array(numbers, dtype=np.int64)
-
-
-def _cutoffs(resumes: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    """Return the step limit of the rows before each run_start (index 0: before the first).
-
-    A row of attempt k is superseded when its step exceeds the smallest resume_step of any
-    later attempt.
-    """
-    import numpy as np
-
-    later = np.where(np.isnan(resumes), np.inf, resumes)
-    suffix_min = np.minimum.accumulate(later[::-1])[::-1]
-    return np.concatenate((suffix_min, [np.inf]))
-
-
-def _event_names(event: str | Iterable[str] | None) -> list[str] | None:
-    if event is None:
-        return None
-    names = [event] if isinstance(event, str) else list(event)
-    if not names or not all(isinstance(n, str) for n in names):
-        msg = f"event must be an event name or a list of names, got {event!r}"
-        raise TypeError(msg)
-    return names
 
 
 def _event_rows(table: _Columns, names: list[str], skipped: set[str]) -> _Bools:
@@ -1124,7 +1091,7 @@ def load(
     _check_errors(errors)
     if engine != "pandas":
         return _load_duckdb(sources, event, columns, superseded, errors, engine)
-    names = _event_names(event)
+    names = event_names(event)
     found = find_logs(*sources)
     _prefetch_pandas("load()")
     logs = [_read_log(log, errors, names) for log in found]

@@ -21,9 +21,9 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlparse
 
+from runlines._attempts import attempt_numbers, step_cutoffs
 from runlines.encoding import NONFINITE_KEY
 from runlines.reading import LOG_SUFFIX, log_file
-from runlines.sql import _attempt_numbers, _cutoffs  # the same rules as the DuckDB view
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
@@ -142,9 +142,7 @@ def _classify(raw: DataFrame) -> tuple[dict[str, int | None], dict[str, list[tup
     for row in rows:
         starts = row["starts"]
         if not starts or (len(starts) == 1 and starts[0][_POS] == row["first"]):
-            simple[row[_FILE]] = (
-                _attempt_numbers([s["attempt"] for s in starts])[0] if starts else 1
-            )
+            simple[row[_FILE]] = attempt_numbers([s["attempt"] for s in starts])[0] if starts else 1
         else:
             counted[row[_FILE]] = [(s["attempt"], s["r"]) for s in starts]
     return simple, counted
@@ -175,8 +173,8 @@ class _Tables:
         self.files = spark.createDataFrame(rows, schema)
         starts = []
         for uri, found in counted.items():
-            numbers = [1, *_attempt_numbers([attempt for attempt, _ in found])]
-            cutoffs = _cutoffs([resume for _, resume in found])
+            numbers = [1, *attempt_numbers([attempt for attempt, _ in found])]
+            cutoffs = step_cutoffs([resume for _, resume in found])
             starts += [(uri, k, numbers[k], cutoffs[k]) for k in range(len(numbers))]
         schema = f"{_FILE} string, {_K} long, attempt long, __runlines_cutoff double"
         self.starts = spark.createDataFrame(starts, schema)

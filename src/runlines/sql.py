@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
+from runlines._attempts import attempt_numbers, event_names, step_cutoffs
 from runlines.encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, QueryError, ReadError, RunlinesWarning
 from runlines.reading import LogFile, find_logs
@@ -447,27 +448,6 @@ def _base_sql(plan: _Plan, *, superseded: bool, ordered: bool) -> str:
 # --- attempts and files tables ----------------------------------------------------------------
 
 
-def _attempt_numbers(values: Sequence[Any]) -> list[int]:
-    """Return each run_start's attempt: its `attempt` field, else one more than the one before."""
-    numbers: list[int] = []
-    for value in values:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        numbers.append(value if ok else (numbers[-1] + 1 if numbers else 1))
-    return numbers
-
-
-def _cutoffs(resumes: Sequence[Any]) -> list[float]:
-    """Return the step limit of the records after the k-th run_start (k = 0: before the first).
-
-    A record is superseded when its step exceeds the smallest resume_step of a later attempt.
-    """
-    limits = [float("inf")]
-    for value in reversed(resumes):
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        limits.append(min(limits[-1], float(value)) if number else limits[-1])
-    return limits[::-1]
-
-
 def _file_rows(plan: _Plan) -> list[tuple[str, int, str, int | None, int | None]]:
     """Return (file, index, run, rank, attempt) per file; attempt is None where it is counted."""
     ranked = {log.run for log in plan.logs if log.rank is not None}
@@ -476,7 +456,7 @@ def _file_rows(plan: _Plan) -> list[tuple[str, int, str, int | None, int | None]
         rank = log.rank if log.rank is not None else (0 if log.run in ranked else None)
         attempt = None
         if scan.is_simple:
-            attempt = _attempt_numbers([s.attempt for s in scan.starts])[0] if scan.starts else 1
+            attempt = attempt_numbers([s.attempt for s in scan.starts])[0] if scan.starts else 1
         rows.append((str(log.path), index, log.run, rank, attempt))
     return rows
 
@@ -487,8 +467,8 @@ def _start_rows(plan: _Plan) -> list[tuple[str, int, int, float]]:
     for log, scan in zip(plan.logs, plan.scans, strict=True):
         if scan.is_simple:
             continue
-        numbers = [1, *_attempt_numbers([s.attempt for s in scan.starts])]
-        cutoffs = _cutoffs([s.resume_step for s in scan.starts])
+        numbers = [1, *attempt_numbers([s.attempt for s in scan.starts])]
+        cutoffs = step_cutoffs([s.resume_step for s in scan.starts])
         rows += [(str(log.path), k, numbers[k], cutoffs[k]) for k in range(len(numbers))]
     return rows
 
@@ -722,7 +702,7 @@ def load_duckdb(
         FieldError: an event name or a column that no record has.
     """
     pd = _import_pandas("load_duckdb()")
-    names = _event_names(event)
+    names = event_names(event)
     con = _new_connection("load_duckdb()")
     try:
         plan = _plan(con, sources, names, nested_as_json=True)
@@ -733,16 +713,6 @@ def load_duckdb(
     finally:
         con.close()
     return _finish_frame(pd, frame, plan.schema, output)
-
-
-def _event_names(event: str | Iterable[str] | None) -> list[str] | None:
-    if event is None:
-        return None
-    names = [event] if isinstance(event, str) else list(event)
-    if not names or not all(isinstance(n, str) for n in names):
-        msg = f"event must be an event name or a list of names, got {event!r}"
-        raise TypeError(msg)
-    return names
 
 
 def _check_events(schema: _Schema, names: list[str] | None) -> None:
