@@ -1,10 +1,32 @@
-"""Shared fixtures: a run directory under tmp_path."""
+"""Shared fixtures: a run directory under tmp_path; freezegun kept out of heavy libraries."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import freezegun
 import pytest
+
+# freeze_time() scans every loaded module for clock functions. Lazy modules such as
+# transformers' import whole sub-packages when scanned (and crashed the interpreter once):
+# these libraries never hold our clock, so freezegun leaves them alone.
+freezegun.configure(
+    extend_ignore_list=[
+        "transformers",
+        "lightning",
+        "lightning_fabric",
+        "pytorch_lightning",
+        "torch",
+        "accelerate",
+        "pyspark",
+        "py4j",
+        "duckdb",
+        "pandas",
+        "pyarrow",
+        "numpy",
+        "matplotlib",
+    ]
+)
 
 
 @pytest.fixture(name="run_dir")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import logging
 import mmap
 import os
 import signal
@@ -14,15 +13,13 @@ import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import orjson
 from orjson import JSONEncodeError
 
 from runlines import _context, _lifecycle
 from runlines import fields as _fields
-from runlines.artifacts import save_artifact
-from runlines.capture import Capture, CaptureSettings, parse_capture
 from runlines.encoding import (
     ORJSON_OPTIONS,
     Redact,
@@ -37,6 +34,9 @@ from runlines.redaction import DEFAULT_REDACTOR, Redactor
 from runlines.sampling import make_sampler
 from runlines.sinks import FileSink, Sink, StdoutSink
 from runlines.spans import Span, SpanStats, Tracer
+
+if TYPE_CHECKING:
+    from runlines.capture import CaptureSettings
 
 __all__ = ["Run"]
 
@@ -84,7 +84,7 @@ class Run:
         fields: Vocabulary | str | os.PathLike[str] | None = None,
         redact: bool | Redactor = True,
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
-        capture_level: int | str = logging.WARNING,
+        capture_level: int | str = "WARNING",
     ) -> None:
         self.name = _context.check_run_name(name)
         self.id = _context.new_run_id()
@@ -109,6 +109,8 @@ class Run:
         self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
+        from runlines.capture import Capture, parse_capture  # with logging: when a run opens
+
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
         self._file = self._open_file(fsync)
         try:
@@ -236,6 +238,8 @@ class Run:
             raise self._closed_error()
         for key in fields:
             _check_field_name(key)
+        from runlines.artifacts import save_artifact  # hashlib and friends: on first use
+
         target, record = save_artifact(
             self.directory, self.artifacts_dir, name, obj, path=path, step=step
         )
