@@ -209,6 +209,25 @@ class TestVocabulary:
 
         assert len(caught) == 1
 
+    def test_type_drift_from_string_to_number_warns_once(self, run_dir: Path) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            run.log("eval", split="val", step="1")
+            with pytest.warns(FieldDriftWarning, match="step") as caught:
+                run.log("eval", split="val", step=2)
+                run.log("eval", split="val", step=3)
+
+        assert len(caught) == 1
+
+    def test_string_appearing_in_a_numeric_key_set_is_redacted(self, run_dir: Path) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            run.log("note", value=1)
+            with pytest.warns(FieldDriftWarning):
+                run.log("note", value=f"key {SECRETS['aws']}")
+            run.log("note", value=f"again {SECRETS['aws']}")
+
+        assert secret_free(run.path.read_bytes()) == []
+        assert records(run.path, "note")[0]["value"] == 1
+
     def test_project_vocabulary_from_a_toml_file(self, run_dir: Path, tmp_path: Path) -> None:
         vocabulary = tmp_path / "fields.toml"
         vocabulary.write_text(

@@ -55,7 +55,8 @@ _SPAN_KEYS: Final = frozenset({"name", "duration_s", "parent", "status", "exc_ty
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
 
 
-_Plan = tuple[tuple[type, ...], bool]
+# (quotes in a line without string values, whether to redact, value types last checked)
+_Plan = tuple[int, bool, tuple[type, ...]]
 
 
 class _State(enum.Enum):
@@ -141,18 +142,17 @@ class Run:
                 fields = sampler.offer(fields)  # before any conversion: a drop costs nothing
                 if fields is None:
                     return
-        # What was checked once per event and key set: (value types, whether to redact).
+        # Decided once per event and key set: the quote count of a line without strings, whether
+        # values need redaction, and the value types last checked for drift.
         key = (event, *fields)
         try:
-            types, careful = self._plans[key]
+            quotes, careful, types = self._plans[key]
         except KeyError:
-            types, careful = self._plan(event, fields, key)
+            quotes, careful, types = self._plan(event, fields, key)
         except TypeError:
             raise _event_error(event) from None
-        if tuple(map(type, fields.values())) != types:
-            careful = self._replan(key, fields)
         if careful:
-            fields = self._prepare(fields)
+            fields = self._prepare(key, fields, types)
         if self._rank is None:
             record = {"ts": _now(), "event": event, "run": self.name, **fields}
         else:
@@ -161,6 +161,9 @@ class Run:
             line = _dumps(record, default=encode_default, option=_OPTIONS)
         except JSONEncodeError as err:
             line = _encode_failed(record, err, self._redact)
+        else:
+            if not careful and line.count(b'"') != quotes:  # a string where none was before
+                line = self._first_strings(key, fields, record)
         if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
             line = encode_line_safe(record, self._redact)
         # _emit() inlined: a call frame here is paid once per training step.
@@ -297,21 +300,41 @@ class Run:
         for name in fields:
             _check_field_name(name)
             self._check_drift(name)
+        self._check_kinds(fields)
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
-        self._replan(key, fields)
-        return self._plans[key]
-
-    def _replan(self, key: tuple[Any, ...], fields: dict[str, Any]) -> bool:
-        """Decide, for the value types of *fields*, whether records need redaction."""
-        self._check_kinds(fields)
+        head: dict[str, Any] = {"ts": 0, "event": event, "run": self.name}
+        if self._rank is not None:
+            head["rank"] = 0
+        quotes = _dumps({**head, **dict.fromkeys(fields, 0)}).count(b'"')
         redactor = self._redactor
-        types = tuple(map(type, fields.values()))
-        careful = not all(kind in _PLAIN for kind in types) or (
+        careful = any(type(value) not in _PLAIN for value in fields.values()) or (
             redactor is not None and any(map(redactor.is_secret_key, fields))
         )
-        self._plans[key] = (types, careful)  # replaced whole: other threads see old or new
-        return careful
+        plan = (quotes, careful, tuple(map(type, fields.values())))
+        self._plans[key] = plan  # tuples replaced whole: other threads see old or new
+        return plan
+
+    def _first_strings(
+        self, key: tuple[Any, ...], fields: dict[str, Any], record: dict[str, Any]
+    ) -> bytes:
+        """Encode the first record of a key set whose values hold strings, redacted; from now
+        on that key set takes the careful path."""
+        self._check_kinds(fields)
+        quotes = self._plans[key][0] if key in self._plans else 0
+        self._plans[key] = (quotes, True, tuple(map(type, fields.values())))
+        return encode_line_safe(record, self._redact)
+
+    def _prepare(
+        self, key: tuple[Any, ...], fields: dict[str, Any], types: tuple[type, ...]
+    ) -> dict[str, Any]:
+        """Check drift when the value types changed, then return the fields redacted."""
+        now = tuple(map(type, fields.values()))
+        if now != types:
+            self._check_kinds(fields)
+            quotes = self._plans[key][0] if key in self._plans else 0
+            self._plans[key] = (quotes, True, now)
+        return fields if self._redact is None else self._redact(fields)
 
     def _check_drift(self, name: str) -> None:
         """Warn once per run (or raise, with strict_fields) when *name* is a drifting alias."""
@@ -337,12 +360,6 @@ class Run:
                 self._warned.add(f"type:{name}")
                 message = _fields.type_drift_message(name, was, kind)
                 warnings.warn(message, FieldDriftWarning, stacklevel=4)
-
-    def _prepare(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """Return the fields ready to encode, for values that are not plain numbers."""
-        if self._redactor is None:
-            return fields
-        return self._redactor.redact_fields(fields)
 
     def _emit(self, line: bytes, record: Mapping[str, Any]) -> None:
         """Hand *line* to every sink, and the console line (log() inlines the same steps)."""
