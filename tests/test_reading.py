@@ -698,3 +698,14 @@ class TestJqRecipes:
         )
 
         assert float(done.stdout.split()[-1]) == pytest.approx(0.2)
+
+
+def test_event_filter_keeps_a_field_whose_only_value_is_nan(tmp_path: Path) -> None:
+    with Run("h", tmp_path, stdout=False) as run:
+        run.log("a", k=math.nan)
+        run.log("b", other=1)
+
+    frame = load(run.path, event="a")
+
+    assert "other" not in frame.columns
+    assert math.isnan(frame.k.iloc[0])
