@@ -31,11 +31,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _common import stdout_to_temp_file
 
 SIXTHS = 6
 FLAT_MIB = 1.0  # memory counts as flat when it grew by at most this much over the run
@@ -159,21 +160,6 @@ def _us_per_call(steps: Step, start: int, stop: int) -> float:
 
 def _per_sixth(values: list[float], chunks: int) -> list[float]:
     return [statistics.median(values[s * chunks : (s + 1) * chunks]) for s in range(SIXTHS)]
-
-
-@contextmanager
-def stdout_to_temp_file() -> Iterator[None]:
-    """Send fd 1 to a temporary file for the duration, as a scheduler's log would take it."""
-    real_stdout = os.dup(1)
-    with tempfile.TemporaryFile(prefix="runlines-bench-stdout-") as sink:
-        sys.stdout.flush()
-        os.dup2(sink.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(real_stdout, 1)
-            os.close(real_stdout)
 
 
 # -- the parent: runs the children and prints the tables ---------------------------------------

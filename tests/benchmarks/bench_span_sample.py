@@ -20,16 +20,16 @@ gives the median us/call and the median and range of the per-repetition ratios.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from _common import stdout_to_temp_file
 
 from runlines import Run
 
@@ -203,21 +203,6 @@ def print_table(samples: dict[Key, Samples], reps: int) -> None:
                 f"{comparison.baseline} | {statistics.median(one.baseline):.3f} | "
                 f"{ratio:.2f} | {min(one.ratios):.2f}-{max(one.ratios):.2f} | {target} |"
             )
-
-
-@contextmanager
-def stdout_to_temp_file() -> Iterator[None]:
-    """Send fd 1 to a temporary file for the duration, as a scheduler's log would take it."""
-    real_stdout = os.dup(1)
-    with tempfile.TemporaryFile(prefix="runlines-bench-stdout-") as sink:
-        sys.stdout.flush()
-        os.dup2(sink.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(real_stdout, 1)
-            os.close(real_stdout)
 
 
 def main() -> None:
