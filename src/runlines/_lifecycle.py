@@ -24,7 +24,7 @@ _NOTICES = tuple(getattr(signal, name) for name in ("SIGUSR1", "SIGUSR2") if has
 class Closable(Protocol):
     """What the hooks need from a run."""
 
-    def _on_signal(self, signum: int, ending: bool) -> None: ...
+    def _on_signal(self, signum: int, ends_process: bool) -> None: ...
 
     def _on_exit(self, uncaught: BaseException | None) -> None: ...
 
@@ -93,8 +93,9 @@ def _restore() -> None:
 def _handler(signum: int, frame: FrameType | None) -> None:
     ending = signum in _ENDING
     previous = _previous.get(signum, signal.SIG_DFL)
+    ends_process = ending and not callable(previous)  # else the job's handler decides
     for run in list(_runs):
-        run._on_signal(signum, ending)
+        run._on_signal(signum, ends_process)
     if callable(previous):
         previous(signum, frame)
     elif ending and previous == signal.SIG_DFL:

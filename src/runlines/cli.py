@@ -181,7 +181,12 @@ def _rank_logs(path: Path) -> list[reading.LogFile]:
 
 
 def _when(ts: float | None) -> str:
-    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    if ts is None:
+        return "-"
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+    except (OverflowError, OSError, ValueError):  # a ts no clock can show (1e20, NaN)
+        return "-"
 
 
 def _duration(seconds: float | None) -> str:
@@ -416,7 +421,7 @@ def _tail(args: argparse.Namespace) -> int:
     events = set(args.event) if args.event else None
     size = path.stat().st_size
     records = reading.last_records(path, args.n, events=events) if args.n else []
-    if not records and not args.follow:
+    if not records and not args.follow and args.n:  # -n 0 asks for nothing: not an error
         _explain_no_records(path, events)
     width = max([12, *(len(str(r.get("event", ""))) for r in records)])
     sys.stdout.writelines(format_console(record, width) for record in records)
@@ -464,7 +469,8 @@ def follow(
     skipped = 0
     while not should_stop():
         for record in follower.poll():
-            if events is None or record.get("event") in events:
+            event = record.get("event")
+            if events is None or (isinstance(event, str) and event in events):
                 out.write(format_console(record, width))
         out.flush()
         if follower.skipped > skipped:

@@ -13,6 +13,7 @@ import enum
 import json
 import math
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
@@ -43,6 +44,9 @@ NONFINITE_KEY: Final = "_nonfinite"
 _NONFINITE_NAMES: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _NONFINITE_VALUES: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _MAX_DEPTH: Final = 120  # well inside orjson's and Python's recursion limits; deeper is repr
+# An int beyond the largest double is written as its decimal string: strict parsers that read
+# numbers as doubles (orjson, pyarrow, JavaScript) refuse such a number, and the whole line with it.
+_MAX_NUMBER: Final = int(sys.float_info.max)
 #: orjson options of every line: the newline is appended in the same call.
 ORJSON_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
 _warned_types: set[type] = set()
@@ -94,7 +98,7 @@ def restore_nonfinite(record: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(marks, dict):
         return record
     for pointer, name in marks.items():
-        value = _NONFINITE_VALUES.get(name)
+        value = _NONFINITE_VALUES.get(name) if isinstance(name, str) else None
         if value is not None and isinstance(pointer, str):
             _set_pointer(record, pointer, value)
     return record
@@ -152,7 +156,7 @@ def _array_value(obj: Any, module: str) -> Any:
 def _sorted_items(items: set[Any] | frozenset[Any]) -> list[Any]:
     try:
         return sorted(items)
-    except TypeError:
+    except Exception:  # unorderable items, or a __lt__ that raises: keep the set's own order
         return list(items)
 
 
@@ -163,12 +167,14 @@ def _sanitize(
     kind = type(value)
     if kind is str:
         return _clean_str(value)
-    if kind is int or kind is bool or value is None:
+    if kind is int:
+        return value if -_MAX_NUMBER <= value <= _MAX_NUMBER else str(value)
+    if kind is bool or value is None:
         return value
     if kind is float:
         return _clean_float(value, pointer, nonfinite)
     if depth >= _MAX_DEPTH:
-        return _clean_str(repr(value)[:1000])
+        return _repr_limited(value)
     if isinstance(value, Mapping):
         return _sanitize_mapping(value, pointer, nonfinite, seen, depth)
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -212,17 +218,19 @@ def _sanitize_other(
     if isinstance(value, float):  # a float subclass, e.g. numpy.float64
         return _clean_float(float(value), pointer, nonfinite)
     if isinstance(value, int):  # an int subclass other than bool
-        return int(value)
+        return _sanitize(int(value), pointer, nonfinite, seen, depth)
     if isinstance(value, enum.Enum):
         return _sanitize(value.value, pointer, nonfinite, seen, depth)
     if isinstance(value, (datetime, date)):
         return value.isoformat()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        as_dict = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-        return _sanitize(as_dict, pointer, nonfinite, seen, depth)
     try:
-        converted = encode_default(value)
-    except TypeError:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            converted: Any = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        else:
+            converted = encode_default(value)
+    except FieldError:
+        raise  # an array too large to inline: the caller's mistake, said at the call
+    except Exception:  # TypeError: not ours to convert; anything else: a value that broke
         return _repr_with_warning(value)
     return _sanitize(converted, pointer, nonfinite, seen, depth)
 
@@ -241,6 +249,14 @@ def _clean_str(text: str) -> str:
     except UnicodeEncodeError:
         return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
     return text
+
+
+def _repr_limited(value: Any) -> str:
+    """Return the start of *value*'s repr, for a value nested too deep to walk."""
+    try:
+        return _clean_str(repr(value)[:1000])
+    except Exception:  # RecursionError from a repr deeper than Python's limit, a broken __repr__
+        return f"<{type(value).__qualname__} nested deeper than {_MAX_DEPTH} levels>"
 
 
 def _repr_with_warning(value: Any) -> str:
@@ -267,7 +283,7 @@ def console_line(line: bytes) -> str:
 
 def format_console(record: Mapping[str, Any], event_width: int = 12) -> str:
     """Return the compact human line for a terminal: time, event, then key=value pairs."""
-    stamp = time.strftime("%H:%M:%S", time.localtime(record.get("ts", 0.0)))
+    stamp = _console_time(record.get("ts", 0.0))
     event = str(record.get("event", ""))
     parts = [
         f"{key}={_console_value(value)}"
@@ -278,6 +294,13 @@ def format_console(record: Mapping[str, Any], event_width: int = 12) -> str:
 
 
 _CONSOLE_SKIP: Final = frozenset({"ts", "event", "run", NONFINITE_KEY})
+
+
+def _console_time(ts: Any) -> str:
+    try:
+        return time.strftime("%H:%M:%S", time.localtime(ts))
+    except (TypeError, ValueError, OverflowError, OSError):  # a ts of a foreign or broken log
+        return "--:--:--"
 
 
 def _console_value(value: Any) -> str:

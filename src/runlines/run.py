@@ -42,6 +42,7 @@ __all__ = ["Run"]
 
 RESERVED: Final = _fields.RESERVED_FIELDS
 _MAX_PLANS: Final = 10_000  # dynamic field names must not grow memory without bound
+_CHECK_EVERY_S: Final = 1.0  # a deleted log file is noticed within a second of logging
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 # Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
 _now = time.time
@@ -100,6 +101,8 @@ class Run:
         self._started = _monotonic()
         self._state = _State.OPEN
         self._close_lock = threading.RLock()
+        self._next_check = 0.0  # when log() next checks that the log file still exists
+        self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         self._vocabulary = _fields.load_vocabulary(fields)
         self._strict_fields = strict_fields
         self._redactor = _redactor(redact)
@@ -107,6 +110,7 @@ class Run:
         self._kinds: dict[str, str] = {}  # field name -> the JSON kind it was first logged as
         self._warned: set[str] = set()  # field names already warned about, once per run
         self._span_stats = SpanStats()
+        self._span_names: dict[str, str] = {}  # span name -> its redacted form
         self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
@@ -153,10 +157,13 @@ class Run:
             raise _event_error(event) from None
         if careful:
             fields = self._prepare(key, fields, types)
+        ts = _now()
+        if ts >= self._next_check:
+            self._check_file(ts)
         if self._rank is None:
-            record = {"ts": _now(), "event": event, "run": self.name, **fields}
+            record = {"ts": ts, "event": event, "run": self.name, **fields}
         else:
-            record = {"ts": _now(), "event": event, "run": self.name, "rank": self._rank, **fields}
+            record = {"ts": ts, "event": event, "run": self.name, "rank": self._rank, **fields}
         try:
             line = _dumps(record, default=encode_default, option=_OPTIONS)
         except JSONEncodeError as err:
@@ -397,21 +404,38 @@ class Run:
         record.update(fields)
         self._emit(encode_line_safe(record, self._redact), record)
 
+    def _check_file(self, now: float) -> None:
+        """Once a second: re-create the log file if a cleanup deleted it while we write it."""
+        self._next_check = now + _CHECK_EVERY_S
+        self._file.check_path()
+
     def _write_captured(self, event: str, fields: Mapping[str, Any]) -> None:
         """Write a captured warning or log record, unless the run has ended meanwhile."""
         if self._state is _State.OPEN:
             self._write(event, fields)
 
     def _log_span(self, record: dict[str, Any]) -> None:
-        """Write a finished span's record; without user fields it needs no redaction walk."""
+        """Write a finished span's record; without user fields only its names need redaction."""
         if record.keys() - _SPAN_KEYS or self._samplers or self._state is _State.CLOSED:
             self.log("span", **record)  # user fields, sampling or a closed run: the full path
             return
+        record["name"] = self._span_name(record["name"])
+        if "parent" in record:
+            record["parent"] = self._span_name(record["parent"])
         if self._rank is None:
             full = {"ts": _now(), "event": "span", "run": self.name, **record}
         else:
             full = {"ts": _now(), "event": "span", "run": self.name, "rank": self._rank, **record}
         self._emit(encode_line(full), full)
+
+    def _span_name(self, name: str) -> str:
+        """Return a span name redacted, checked once per name (span names are few)."""
+        safe = self._span_names.get(name)
+        if safe is None:
+            safe = name if self._redactor is None else self._redactor.redact_text(name)
+            if len(self._span_names) < _MAX_PLANS:
+                self._span_names[name] = safe
+        return safe
 
     def _write_owed(self, event: str, sampler: Any) -> None:
         """Write what *sampler* still owes (a pending window, the trailing drops) as *event*."""
@@ -472,6 +496,9 @@ class Run:
         self._write("run_start", fields)
 
     def _end(self, status: str, details: dict[str, Any]) -> None:
+        ended_by_exit = status == "ok" or details.get("exc_type") == "SystemExit"
+        if self._terminated_by is not None and ended_by_exit:
+            status, details = "terminated", {**details, "signal": self._terminated_by}
         with self._close_lock:
             if self._state is _State.CLOSED:
                 return
@@ -498,8 +525,8 @@ class Run:
         }
         fields.update(details)
         spans = self._span_stats.summary()
-        if spans:
-            fields["spans"] = spans
+        if spans:  # keyed by span names, which redaction of values would not see
+            fields["spans"] = {self._span_name(name): stats for name, stats in spans.items()}
         return fields
 
     def _release(self) -> None:
@@ -528,14 +555,18 @@ class Run:
 
     # -- process hooks (called by _lifecycle) -------------------------------------------------
 
-    def _on_signal(self, signum: int, ending: bool) -> None:
+    def _on_signal(self, signum: int, ends_process: bool) -> None:
         if os.getpid() != self._pid or self._state is _State.CLOSED:
             return
         name = signal.Signals(signum).name
-        if ending:
+        if ends_process:
             self._end("terminated", {"signal": name})
-        else:
-            self._write("signal", {"signal": name})
+            return
+        if signum == signal.SIGTERM:
+            # The job's own handler decides when it ends (checkpoint first, then exit): the run
+            # stays open for that, and its run_end says it was terminated.
+            self._terminated_by = name
+        self._write("signal", {"signal": name})
 
     def _on_exit(self, uncaught: BaseException | None) -> None:
         if os.getpid() == self._pid:

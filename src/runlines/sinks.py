@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import sys
+import threading
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import Final, Protocol, TextIO
 
 __all__ = ["FileSink", "Sink", "StdoutSink", "warn_stderr"]
 
@@ -57,9 +59,18 @@ class _FdWriter:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.dropped = 0
+        self._dropped = 0
         self._failed = False  # warned already; the next success says it recovered
         self._torn = False  # a partial write left a fragment: end it before the next line
+
+    @property
+    def dropped(self) -> int:
+        """Records this sink lost."""
+        return self._dropped
+
+    @dropped.setter
+    def dropped(self, value: int) -> None:
+        self._dropped = value
 
     def write(self, line: bytes) -> None:
         """Write *line* with one os.write; on failure count a drop and warn once."""
@@ -91,7 +102,7 @@ class _FdWriter:
         self._torn = False
 
     def _fail(self, err: OSError) -> None:
-        self.dropped += 1
+        self._dropped += 1
         if not self._failed:
             self._failed = True
             warn_stderr(f"the {self.name} failed ({err}); training continues, records are dropped")
@@ -101,16 +112,140 @@ class _FdWriter:
 
 
 class FileSink(_FdWriter):
-    """Append lines to a log file, each flushed to the operating system (and to disk with fsync)."""
+    """Append lines to a log file, each flushed to the operating system (and to disk with fsync).
+
+    A log file deleted while the run writes it (a cleanup job, ``rm -r`` of its folder) still
+    takes writes through the open descriptor, but nobody could ever read them. The sink checks
+    for that every `CHECK_EVERY` writes it makes itself, whenever `dropped` is read (so before
+    run_end) and at close: it re-creates the file with everything written so far and carries on
+    in it, or, when the file cannot be re-created, counts its records as dropped.
+    """
 
     name = "file sink"
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        super().__init__(os.open(path, flags, 0o666))  # the umask decides the final mode
+        super().__init__(os.open(path, _APPEND_FLAGS, 0o666))  # the umask decides the final mode
         self.path = path
-        if fsync:
-            self.write = self._write_synced  # type: ignore[method-assign]
+        self._fsync = fsync
+        self._unchecked = 0  # writes since the last check that the file still has a name
+        self._lost_to = 0  # bytes of a deleted, unrecoverable file already counted as dropped
+        self._gone_warned = False
+        self._pid = os.getpid()  # a forked child leaves the file to the parent
+        self._checking = threading.Lock()  # one thread checks at a time; the others go on
+        # A second descriptor that reads the log: it can copy a deleted file's bytes. Only for
+        # regular files: opening a FIFO or a device for reading could block or consume data.
+        self._reader = -1
+        if stat.S_ISREG(os.fstat(self.fd).st_mode):
+            try:
+                self._reader = os.open(path, os.O_RDONLY | _CLOEXEC)
+            except OSError:
+                pass  # a file we may write but not read: no check for deletion
+
+    @property
+    def dropped(self) -> int:
+        """Records this sink lost; reading it first checks that the log file was not deleted."""
+        self.check_path()
+        return self._dropped
+
+    @dropped.setter
+    def dropped(self, value: int) -> None:
+        self._dropped = value
+
+    def write(self, line: bytes) -> None:
+        """Write *line* with one os.write (and sync it with fsync=True); never raise."""
+        _FdWriter.write(self, line)
+        if self._fsync:
+            try:
+                _sync(self.fd)
+            except OSError as err:
+                self._fail(err)
+        self._unchecked += 1
+        if self._unchecked >= CHECK_EVERY:
+            self.check_path()
+
+    def check_path(self) -> None:
+        """Re-create the log file if it was deleted while open, or count its records as lost.
+
+        Costs one fstat when the file is in place. Re-creating copies the deleted file's bytes
+        into a new file at `path` and swaps the descriptor in place (dup2), so writers that hold
+        `fd`, log()'s direct path included, go on in the new file.
+        """
+        self._unchecked = 0
+        if self._reader < 0 or os.getpid() != self._pid:
+            return
+        if not self._checking.acquire(blocking=False):
+            return
+        try:
+            self._check_path()
+        finally:
+            self._checking.release()
+
+    def _check_path(self) -> None:
+        try:
+            if os.fstat(self._reader).st_nlink > 0:
+                return
+        except OSError:
+            return
+        try:
+            copied = self._recreate()
+        except OSError as err:
+            self._count_lost(err)
+            return
+        warn_stderr(
+            f"the log file {self.path} was deleted while the run was writing it; re-created it "
+            f"with the {copied:,} bytes written so far, and the run goes on in it"
+        )
+
+    def _recreate(self) -> int:
+        """Copy the deleted file into a new one at `path` and write there from now on.
+
+        Never appends to a file that someone else put at `path` meanwhile (O_EXCL), and removes
+        its own half-made copy when the copy fails, so a later check can start over.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = os.open(self.path, _APPEND_FLAGS | os.O_EXCL, 0o666)
+        try:
+            reader = os.open(self.path, os.O_RDONLY | _CLOEXEC)
+            try:
+                size = _copy(self._reader, fresh, 0)
+                os.dup2(fresh, self.fd, inheritable=False)  # writes land in the new file now
+            except OSError:
+                os.close(reader)
+                raise
+        except OSError:
+            os.close(fresh)
+            self.path.unlink(missing_ok=True)
+            raise
+        try:
+            size = _copy(self._reader, fresh, size)  # lines that arrived during the copy
+        except OSError as err:
+            self._fail(err)  # the new file is in place; only these lines are missing
+        finally:
+            os.close(fresh)
+        os.close(self._reader)
+        self._reader, self._lost_to = reader, 0
+        return size
+
+    def _count_lost(self, err: OSError) -> None:
+        """Count the records of the deleted file that were not counted yet; warn once."""
+        try:
+            end = os.fstat(self._reader).st_size
+            lines = 0
+            while self._lost_to < end:
+                chunk = os.pread(self._reader, min(_COPY_BYTES, end - self._lost_to), self._lost_to)
+                if not chunk:
+                    break
+                lines += chunk.count(b"\n")
+                self._lost_to += len(chunk)
+        except OSError:
+            return
+        self._dropped += lines
+        if not self._gone_warned:
+            self._gone_warned = True
+            warn_stderr(
+                f"the log file {self.path} was deleted while the run was writing it and cannot "
+                f"be re-created ({err}); training continues, its records are counted as dropped"
+            )
 
     def end_torn_tail(self) -> None:
         """Write a newline if the file ends in a fragment, so the next line stands alone."""
@@ -120,19 +255,15 @@ class FileSink(_FdWriter):
         if torn:
             os.write(self.fd, b"\n")
 
-    def _write_synced(self, line: bytes) -> None:
-        _FdWriter.write(self, line)
-        try:
-            _sync(self.fd)
-        except OSError as err:
-            self._fail(err)
-
     def close(self) -> None:
-        """Close the file."""
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        """Save the file if it was deleted, then close it."""
+        self.check_path()
+        for fd in (self.fd, self._reader):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 class StdoutSink(_FdWriter):
@@ -180,6 +311,21 @@ class StdoutSink(_FdWriter):
 
 
 _sync = getattr(os, "fdatasync", os.fsync)  # fdatasync skips the metadata a reader does not need
+_CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
+_APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC
+_COPY_BYTES: Final = 1 << 20
+#: Writes a FileSink makes between two checks that its file was not deleted.
+CHECK_EVERY: Final = 1024
+
+
+def _copy(source: int, target: int, offset: int) -> int:
+    """Append the bytes of *source* from *offset* to its end to *target*; return the new end."""
+    while chunk := os.pread(source, _COPY_BYTES, offset):
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(target, view) :]
+        offset += len(chunk)
+    return offset
 
 
 def _real_fd(stream: TextIO | None) -> int | None:
