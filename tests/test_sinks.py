@@ -125,3 +125,17 @@ def test_fast_path_failure_counts_drops_and_recovers(run_dir: Path) -> None:
         '"step":3}'
     )
     assert '"dropped":2' in lines[-1]
+
+
+def test_closed_sys_stdout_never_breaks_log(run_dir: Path) -> None:
+    """A program that closed sys.stdout still logs: the file gets every record."""
+    read_end, write_end = os.pipe()
+    stream = os.fdopen(write_end, "w")
+    with Run("r", run_dir, console="json") as run:
+        run._fds = (run._file.fd,)  # log()'s direct path, as outside pytest's capture
+        run._flush_stdout = stream.flush  # as if sys.stdout were this stream
+        stream.close()
+        run.log("step", step=1)
+    os.close(read_end)
+
+    assert '"step":1' in run.path.read_text()

@@ -180,7 +180,10 @@ class Run:
             return
         flush = self._flush_stdout
         if flush is not None:
-            flush()  # the program's own prints first, so our line never lands inside one
+            try:
+                flush()  # the program's own prints first, so our line never lands inside one
+            except (OSError, ValueError):
+                pass  # a closed or broken stdout: the write below counts the drop
         size = len(line)
         for fd in fds:
             try:
@@ -377,7 +380,10 @@ class Run:
         else:
             flush = self._flush_stdout
             if flush is not None:
-                flush()
+                try:
+                    flush()
+                except (OSError, ValueError):
+                    pass  # a closed or broken stdout: the write below counts the drop
             for fd in fds:
                 try:
                     written = _write(fd, line)
