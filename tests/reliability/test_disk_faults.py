@@ -145,7 +145,9 @@ class TestFullDisk:
                 if line:
                     torn.append(line)
         assert len(torn) <= 2, "only writes cut by the two full disks may leave fragments"
-        assert [r["seq"] for r in whole if r["event"] == "step"] == kept
+        written = [r["seq"] for r in whole if r["event"] == "step"]
+        others = [r for r in whole if r["event"] not in ("run_start", "step", "run_end")]
+        assert written == kept, (sorted(set(written) ^ set(kept)), others, torn)
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always")
             frame = runlines.load(run.path)
