@@ -33,3 +33,13 @@ freezegun.configure(
 def _run_dir(tmp_path: Path) -> Path:
     """A fresh directory for one test's runs."""
     return tmp_path / "runs"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """`--long` from the repository root too (tests/reliability/conftest.py reads it)."""
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the long variants of tests/reliability (same as RUNLINES_LONG=1)",
+    )

@@ -97,8 +97,13 @@ class _FdWriter:
     def _write_rest(self, line: bytes, written: int) -> None:
         self._torn = True
         view = memoryview(line)
-        while written < len(line):
-            written += os.write(self.fd, view[written:])
+        try:
+            while written < len(line):
+                written += os.write(self.fd, view[written:])
+        except OSError:
+            if written == len(line) - 1:
+                return  # only the newline is missing: the record is whole, the next line ends it
+            raise
         self._torn = False
 
     def _fail(self, err: OSError) -> None:

@@ -257,6 +257,36 @@ class TestReadOnlyFolder:
             Run("other", run_dir, stdout=False)
 
 
+def test_a_write_cut_just_before_its_newline_is_whole_and_not_counted_as_dropped(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk can take every byte of a line but its newline: the record is whole.
+
+    The next line that gets through starts with the missing newline.
+    """
+    real_write = os.write
+    with Run("r", run_dir, stdout=False) as run:
+        run.log("step", seq=0)
+
+        def all_but_the_newline(fd: int, data: bytes) -> int:
+            return real_write(fd, bytes(data[:-1]))
+
+        def disk_full(fd: int, data: bytes) -> int:
+            raise OSError(28, os.strerror(28))
+
+        monkeypatch.setattr("runlines.run._write", all_but_the_newline)
+        monkeypatch.setattr("runlines.sinks.os.write", disk_full)
+        run.log("step", seq=1)
+        monkeypatch.undo()
+        dropped = run.dropped
+        run.log("step", seq=2)
+
+    assert dropped == 0
+    records, tail = read_log(run.path)
+    assert tail == b""
+    assert [r["seq"] for r in records if r["event"] == "step"] == [0, 1, 2]
+
+
 def test_a_failed_write_never_raises_from_log(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
