@@ -43,3 +43,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the long variants of tests/reliability (same as RUNLINES_LONG=1)",
     )
+
+
+@pytest.fixture(name="pure_python")
+def _pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs opened in this test use log()'s pure-Python path, not the C fast path.
+
+    For tests that replace the Python functions log() writes with: the C path calls write(2)
+    itself and would not see the replacement.
+    """
+    import runlines.run
+
+    monkeypatch.setattr(runlines.run, "_Writer", None)

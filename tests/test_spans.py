@@ -10,7 +10,7 @@ import pytest
 from freezegun import freeze_time
 
 from runlines.errors import FieldError
-from runlines.spans import Span, SpanStats, Tracer
+from runlines.spans import Span, SpanStats, Tracer, span_record
 
 
 class FakeClock:
@@ -38,7 +38,7 @@ def _records() -> list[dict[str, object]]:
 
 @pytest.fixture(name="tracer")
 def _tracer(records: list[dict[str, object]], clock: FakeClock) -> Tracer:
-    return Tracer(records.append, clock=clock)
+    return Tracer(lambda *span: records.append(span_record(*span)), clock=clock)
 
 
 def test_span_emits_one_record_with_its_duration(
@@ -286,7 +286,7 @@ def test_span_field_cannot_overwrite_a_record_key(tracer: Tracer, key: str) -> N
 
 
 def test_default_clock_follows_freezegun(records: list[dict[str, object]]) -> None:
-    tracer = Tracer(records.append)
+    tracer = Tracer(lambda *span: records.append(span_record(*span)))
 
     with freeze_time("2026-05-01 12:00:00") as frozen, tracer.span("eval"):
         frozen.tick(2.5)
@@ -296,7 +296,7 @@ def test_default_clock_follows_freezegun(records: list[dict[str, object]]) -> No
 
 def test_tracer_adds_each_span_to_the_stats_it_is_given(clock: FakeClock) -> None:
     stats = SpanStats()
-    tracer = Tracer(lambda record: None, stats=stats, clock=clock)
+    tracer = Tracer(lambda *span: None, stats=stats, clock=clock)
 
     with tracer.span("eval"):
         clock.tick(1.0)

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import threading
-from types import FrameType, TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from types import FrameType, TracebackType
 
 __all__ = ["Closable", "register", "unregister"]
 
-# SIGTERM is how schedulers end a job; SIGUSR1/2 are how they warn of preemption.
-_ENDING = (signal.SIGTERM,)
-_NOTICES = tuple(getattr(signal, name) for name in ("SIGUSR1", "SIGUSR2") if hasattr(signal, name))
+# SIGTERM is how schedulers end a job; SIGUSR1/2 are how they warn of preemption. By name: the
+# signal module (~1 ms to import, it builds enums) is imported when the first run registers.
+_ENDING = ("SIGTERM",)
+_NOTICES = ("SIGUSR1", "SIGUSR2")
 
 
 class Closable(Protocol):
@@ -70,7 +72,12 @@ def _install() -> None:
     sys.excepthook = _excepthook
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers can only be set from the main thread
-    for signum in (*_ENDING, *_NOTICES):
+    import signal  # see _ENDING
+
+    for name in (*_ENDING, *_NOTICES):
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue  # SIGUSR1/2 do not exist on Windows
         previous = signal.getsignal(signum)
         if previous is signal.SIG_IGN or previous is None:
             continue  # ignored before runlines: leave it ignored
@@ -83,7 +90,9 @@ def _restore() -> None:
     if _previous_excepthook is not None and sys.excepthook is _excepthook:
         sys.excepthook = _previous_excepthook
     _previous_excepthook = None
-    if threading.current_thread() is threading.main_thread():
+    if threading.current_thread() is threading.main_thread() and _previous:
+        import signal  # loaded by _install, which filled _previous
+
         for signum, previous in _previous.items():
             if signal.getsignal(signum) is _handler:
                 signal.signal(signum, previous)
@@ -91,7 +100,9 @@ def _restore() -> None:
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
-    ending = signum in _ENDING
+    import signal  # loaded by _install, which set this handler
+
+    ending = signal.Signals(signum).name in _ENDING
     previous = _previous.get(signum, signal.SIG_DFL)
     ends_process = ending and not callable(previous)  # else the job's handler decides
     for run in list(_runs):

@@ -5,9 +5,7 @@ Fields, config, argv and error text all pass through here; nothing is read or wr
 
 from __future__ import annotations
 
-import base64
-import binascii
-import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
@@ -191,7 +189,9 @@ def _compile(pattern: str | re.Pattern[str], option: str, flags: int = 0) -> re.
 # --- Values -----------------------------------------------------------------------------------
 
 # Cheap superset of every shape below: each branch starts with one rare character, so the regex
-# engine skips ordinary text ("train", a sha256 digest, a path) at C speed.
+# engine skips ordinary text ("train", a sha256 digest, a path) at C speed. The shapes themselves
+# are compiled on first use (functools.cache): the largest takes ~6 ms, which a run that never
+# logs a suspicious string, and `import runlines`, must not pay.
 _MAYBE_SECRET = re.compile(
     r"""@
     |=(?<=[dehlnstygDEHLNSTYG]=)|=(?<=[dehlnstygDEHLNSTYG]['"]=)|=(?<=\ =)
@@ -229,11 +229,17 @@ _ASSIGNED_VALUE = (
     + _SCHEME
     + r""")[^\s'",;&<>(){}\[\]]+)"""
 )
-_ASSIGNMENT = re.compile(
-    r"""(?P<key>[A-Za-z0-9_.-]*)(?P<sep>['"]?[ \t]*[=:][ \t]*)(?P<quote>['"]?)(?P<scheme>(?:"""
-    + _SCHEME
-    + r")?)"
-)
+
+
+@functools.cache
+def _assignment() -> re.Pattern[str]:
+    """Return the pattern of a ``key=`` or ``"key": `` before a value, compiled on first use."""
+    return re.compile(
+        r"""(?P<key>[A-Za-z0-9_.-]*)(?P<sep>['"]?[ \t]*[=:][ \t]*)(?P<quote>['"]?)(?P<scheme>(?:"""
+        + _SCHEME
+        + r")?)"
+    )
+
 
 # Every branch starts with a literal character, so that the regex engine only tries positions
 # holding one of those characters.
@@ -270,17 +276,28 @@ def _shapes_pattern() -> str:
     return "|".join(f"{re.escape(first)}(?:{'|'.join(rests)})" for first, rests in groups.items())
 
 
-_SECRET_SHAPES = re.compile(_shapes_pattern(), re.DOTALL)
+@functools.cache
+def _secret_shapes() -> re.Pattern[str]:
+    """Return the credential shapes and secret assignments as one pattern, compiled on first use."""
+    return re.compile(_shapes_pattern(), re.DOTALL)
 
-# Shapes around an "@", matched one whitespace-delimited token at a time: their start (a
-# scheme, an e-mail's user) is not a literal the regex engine could skip to.
-_AT_SHAPES = re.compile(
-    r"""(?P<url>(?P<url_user>[A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]+@)
-    |(?P<email>(?<![A-Za-z0-9._%+-])(?P<email_user>[A-Za-z0-9._%+-]+)
-        @[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9-]))
-    """,
-    re.VERBOSE,
-)
+
+@functools.cache
+def _at_shapes() -> re.Pattern[str]:
+    """Return the shapes around an "@", compiled on first use.
+
+    They are matched one whitespace-delimited token at a time: their start (a scheme, an
+    e-mail's user) is not a literal the regex engine could skip to.
+    """
+    return re.compile(
+        r"""(?P<url>(?P<url_user>[A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]+@)
+        |(?P<email>(?<![A-Za-z0-9._%+-])(?P<email_user>[A-Za-z0-9._%+-]+)
+            @[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9-]))
+        """,
+        re.VERBOSE,
+    )
+
+
 _TOKEN_END = re.compile(r"""[\s'"<>()\[\]{},;|`]""")
 _SHORTEST_WORD_SHAPE: Final = 20  # AKIA + 16: the shortest shape made of letters and digits
 _TOKEN_REACH: Final = 512  # how far back from an "@" its token may start
@@ -296,6 +313,9 @@ def _is_random(text: str, *, needs_digit: bool) -> bool:
 
 def _is_basic_credential(token: str) -> bool:
     """Return True when *token* is base64 of printable ``user:password`` text."""
+    import base64  # rarely needed: imported by the first "Basic ..." text, not with runlines
+    import binascii
+
     try:
         decoded = base64.b64decode(token, validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
@@ -367,7 +387,7 @@ class Redactor:
         # characters or one that is not a letter or digit.
         is_short_word = len(text) < _SHORTEST_WORD_SHAPE and text.isalnum()
         if not is_short_word and _MAYBE_SECRET.search(text) is not None:
-            redacted = _SECRET_SHAPES.sub(self._replace, text)
+            redacted = _secret_shapes().sub(self._replace, text)
             if "@" in redacted:
                 redacted = _redact_at_shapes(redacted)
         for pattern in self._extra_values:
@@ -375,7 +395,7 @@ class Redactor:
         return text if redacted == text else redacted
 
     def _replace(self, match: re.Match[str]) -> str:
-        """Return the replacement of one _SECRET_SHAPES match (the match itself when harmless)."""
+        """Return the replacement of one _secret_shapes() match (the match itself when harmless)."""
         text = match.group()
         if text.startswith("-----"):
             return REDACTED
@@ -398,13 +418,13 @@ class Redactor:
     def _replace_assignment(self, match: re.Match[str]) -> str:
         """Redact the value of ``key=value`` / ``key: value`` in text when the key is secret."""
         text = match.group()
-        parts = _ASSIGNMENT.match(text)
+        parts = _assignment().match(text)
         if parts is None:
             return text
         if not self.is_secret_key(_key_before(match) + parts["key"]):
             # An ordinary key ("key=", "token:"): its value may still hold a credential shape.
             head = parts.group()
-            return head + _SECRET_SHAPES.sub(self._replace, text[len(head) :])
+            return head + _secret_shapes().sub(self._replace, text[len(head) :])
         return f"{parts.group()}{REDACTED}{parts['quote']}"
 
     def redact(self, value: object) -> object:
@@ -508,7 +528,7 @@ def _redact_at_shapes(text: str) -> str:
             begin -= 1
         stop = _TOKEN_END.search(text, at)
         end = len(text) if stop is None else stop.start()
-        pieces += [text[done:begin], _AT_SHAPES.sub(_replace_at, text[begin:end])]
+        pieces += [text[done:begin], _at_shapes().sub(_replace_at, text[begin:end])]
         done = end
         at = text.find("@", end)
     pieces.append(text[done:])
@@ -561,6 +581,8 @@ class _Walk:
             if all(new is old for new, old in zip(items, value, strict=True)):
                 return value
             return _rebuild(value, items)
+        import dataclasses  # loaded already: _is_container found a dataclass
+
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
             redacted = self._mapping(fields, depth)
@@ -580,6 +602,8 @@ class _Walk:
 
 
 def _is_container(value: object) -> bool:
+    import dataclasses  # ~8 ms to import: not with runlines (a run has loaded it by now)
+
     return isinstance(value, (Mapping, list, tuple, set, frozenset)) or (
         dataclasses.is_dataclass(value) and not isinstance(value, type)
     )

@@ -3,55 +3,52 @@
 from __future__ import annotations
 
 import enum
-import mmap
 import os
-import signal
 import threading
 import time
-import traceback
 import warnings
-from collections.abc import Iterable, Mapping
-from pathlib import Path
-from types import TracebackType
+from collections.abc import Callable, Iterable, Mapping
+from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-import orjson
-from orjson import JSONEncodeError
-
-from runlines import _context, _lifecycle
-from runlines import fields as _fields
-from runlines.encoding import (
-    ORJSON_OPTIONS,
-    Redact,
-    console_line,
-    encode_default,
-    encode_line,
-    encode_line_safe,
-)
+from runlines import _context, _lifecycle, _native
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
-from runlines.fields import Vocabulary
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
 from runlines.sampling import make_sampler
 from runlines.sinks import FileSink, Sink, StdoutSink
-from runlines.spans import Span, SpanStats, Tracer
+from runlines.spans import Span, SpanStats, Tracer, span_record
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from runlines import fields as _fields
     from runlines.capture import CaptureSettings
+    from runlines.encoding import Redact
+    from runlines.fields import Vocabulary
+
+# The C fast path of log(), when it was built at install time (see _speedups.c).
+_Writer = None if _native.speedups is None else _native.speedups.Writer
 
 __all__ = ["Run"]
 
-RESERVED: Final = _fields.RESERVED_FIELDS
 _MAX_PLANS: Final = 10_000  # dynamic field names must not grow memory without bound
 _CHECK_EVERY_S: Final = 1.0  # a deleted log file is noticed within a second of logging
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 # Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
 _now = time.time
 _monotonic = time.monotonic
-_dumps = orjson.dumps
 _write = os.write
-_OPTIONS: Final = ORJSON_OPTIONS
-# What a span record holds without user fields: names from code, never secrets.
-_SPAN_KEYS: Final = frozenset({"name", "duration_s", "parent", "status", "exc_type"})
+# Bound by _load() when the first Run opens: the encoder imports orjson (~20 ms) and the field
+# vocabulary dataclasses (~8 ms), which `import runlines` must not pay. Module globals, as
+# names imported at the top would be: log() looks each up once.
+_dumps: Callable[..., bytes]
+_OPTIONS: int
+JSONEncodeError: type[TypeError]
+console_line: Callable[[bytes], str]
+encode_default: Callable[[Any], Any]
+encode_line: Callable[[Mapping[str, Any]], bytes]
+encode_line_safe: Callable[[Mapping[str, Any], Redact | None], bytes]
+_NO_FIELDS: Final[dict[str, object]] = {}  # a span without fields of its own; never mutated
 # Types that can hold no secret and need no walk before encoding.
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
 
@@ -88,6 +85,9 @@ class Run:
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
         capture_level: int | str = "WARNING",
     ) -> None:
+        from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
+
+        _load()
         self.name = _context.check_run_name(name)
         self.id = _context.new_run_id()
         self._dist = _context.distributed_from_env()
@@ -98,6 +98,7 @@ class Run:
         # (event, *names) -> (types of the values last seen, whether they need redaction)
         self._plans: dict[tuple[Any, ...], _Plan] = {}
         self._samplers: dict[str, Any] = {}
+        self._writer: Any = None  # the C fast path of log(), once the run has opened
         self._started = _monotonic()
         self._state = _State.OPEN
         self._close_lock = threading.RLock()
@@ -127,6 +128,7 @@ class Run:
             self.attempt = _last_attempt(self.path) + 1
             self._file.end_torn_tail()
             self._write_start(config_dict, resume_step)
+            self._install_writer()
         except BaseException:
             self._release()
             raise
@@ -206,9 +208,13 @@ class Run:
         On exit a `span` record carries `name`, `duration_s` (monotonic clock), `status`, the
         enclosing span as `parent`, and *fields*.
         """
-        for key in fields:
-            _check_field_name(key)
-        return self._tracer.span(name, **fields)
+        if fields:
+            for key in fields:
+                _check_field_name(key)
+            return self._tracer.span(name, **fields)
+        if type(name) is not str or not name:
+            return self._tracer.span(name)  # raises the FieldError that explains it
+        return Span(self._tracer, name, _NO_FIELDS)  # Tracer.span() without its call frame
 
     def sample(
         self,
@@ -230,6 +236,7 @@ class Run:
         samplers = dict(self._samplers)
         samplers[event] = sampler
         self._samplers = samplers  # replaced whole: log() in other threads sees old or new
+        self._sync_writer()
         if previous is not None:
             self._write_owed(event, previous)
 
@@ -313,10 +320,14 @@ class Run:
         self._check_kinds(fields)
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
+            self._forget_plans()
         head: dict[str, Any] = {"ts": 0, "event": event, "run": self.name}
         if self._rank is not None:
             head["rank"] = 0
-        quotes = _dumps({**head, **dict.fromkeys(fields, 0)}).count(b'"')
+        try:
+            quotes = _dumps({**head, **dict.fromkeys(fields, 0)}).count(b'"')
+        except JSONEncodeError:  # a name orjson cannot write (a lone surrogate): the careful path
+            quotes = -1
         redactor = self._redactor
         careful = any(type(value) not in _PLAIN for value in fields.values()) or (
             redactor is not None and any(map(redactor.is_secret_key, fields))
@@ -333,6 +344,7 @@ class Run:
         self._check_kinds(fields)
         quotes = self._plans[key][0] if key in self._plans else 0
         self._plans[key] = (quotes, True, tuple(map(type, fields.values())))
+        self._forget_plans()
         return encode_line_safe(record, self._redact)
 
     def _prepare(
@@ -344,6 +356,7 @@ class Run:
             self._check_kinds(fields)
             quotes = self._plans[key][0] if key in self._plans else 0
             self._plans[key] = (quotes, True, now)
+            self._forget_plans()
         return fields if self._redact is None else self._redact(fields)
 
     def _check_drift(self, name: str) -> None:
@@ -398,6 +411,7 @@ class Run:
     def _write_failed(self, fd: int, line: bytes, written: int, err: OSError | None) -> None:
         """Let the sink behind *fd* finish or count a failed write; leave the fast path."""
         self._fds = None  # from now on every line goes through the sinks' own handling
+        self._sync_writer()
         for sink in self._sinks:
             if sink.fd == fd:
                 sink.recover(line, written, err)
@@ -410,9 +424,52 @@ class Run:
         record.update(fields)
         self._emit(encode_line_safe(record, self._redact), record)
 
+    def _install_writer(self) -> None:
+        """Put the C fast path in front of log() when it is built and log() is ours."""
+        if _Writer is None or type(self).log is not Run.log:
+            return  # pure Python, or a subclass's own log() that must always run
+        writer = _Writer(
+            slow=MethodType(Run.log, self),
+            failed=self._write_failed,
+            span_slow=self._log_span,
+            span_names=self._span_names,
+            plans=self._plans,
+            globals=globals(),
+            dumps=_dumps,
+            default=encode_default,
+            option=_OPTIONS,
+            name=self.name,
+            rank=self._rank,
+        )
+        self._writer = writer
+        self._sync_writer()
+        self.__dict__["log"] = writer  # shadows the method: run.log(...) calls the writer
+        self._tracer._emit = writer.write_span
+        if type(self).span is Run.span:
+            writer.set_spans(span_type=Span, tracer=self._tracer, slow=MethodType(Run.span, self))
+            self.__dict__["span"] = writer.span
+
+    def _sync_writer(self) -> None:
+        """Tell the fast path what log() would check: state, descriptors, samplers, clock."""
+        writer = self._writer
+        if writer is not None:
+            writer.configure(
+                enabled=self._state is _State.OPEN and self._console is None,
+                fds=self._fds,
+                flush=self._flush_stdout,
+                next_check=self._next_check,
+                samplers=self._samplers,
+            )
+
+    def _forget_plans(self) -> None:
+        """Make the fast path learn plans again after one changed."""
+        if self._writer is not None:
+            self._writer.forget()
+
     def _check_file(self, now: float) -> None:
         """Once a second: re-create the log file if a cleanup deleted it while we write it."""
         self._next_check = now + _CHECK_EVERY_S
+        self._sync_writer()
         self._file.check_path()
 
     def _write_captured(self, event: str, fields: Mapping[str, Any]) -> None:
@@ -420,19 +477,36 @@ class Run:
         if self._state is _State.OPEN:
             self._write(event, fields)
 
-    def _log_span(self, record: dict[str, Any]) -> None:
+    def _log_span(
+        self,
+        name: str,
+        duration_s: float,
+        parent: str | None,
+        status: str,
+        exc_type: str | None,
+        fields: dict[str, object],
+    ) -> None:
         """Write a finished span's record; without user fields only its names need redaction."""
-        if record.keys() - _SPAN_KEYS or self._samplers or self._state is _State.CLOSED:
-            self.log("span", **record)  # user fields, sampling or a closed run: the full path
+        if fields or "span" in self._samplers or self._state is _State.CLOSED:
+            # user fields, a sampled span event or a closed run: the full path of log()
+            self.log("span", **span_record(name, duration_s, parent, status, exc_type, fields))
             return
-        record["name"] = self._span_name(record["name"])
-        if "parent" in record:
-            record["parent"] = self._span_name(record["parent"])
-        if self._rank is None:
-            full = {"ts": _now(), "event": "span", "run": self.name, **record}
+        names = self._span_names
+        record: dict[str, Any] = {"ts": _now(), "event": "span", "run": self.name}
+        if self._rank is not None:
+            record["rank"] = self._rank
+        record["name"] = names.get(name) or self._span_name(name)
+        record["duration_s"] = duration_s
+        if parent is not None:
+            record["parent"] = names.get(parent) or self._span_name(parent)
+        record["status"] = status
+        if exc_type is not None:
+            record["exc_type"] = exc_type
+        writer = self._writer
+        if writer is not None and writer.enabled:
+            writer.write_record(record)
         else:
-            full = {"ts": _now(), "event": "span", "run": self.name, "rank": self._rank, **record}
-        self._emit(encode_line(full), full)
+            self._emit(encode_line(record), record)
 
     def _span_name(self, name: str) -> str:
         """Return a span name redacted, checked once per name (span names are few)."""
@@ -510,6 +584,7 @@ class Run:
                 return
             self._state = _State.CLOSED
             self._plans.clear()
+            self._sync_writer()
         self._capture.restore()  # before run_end: nothing is captured into a closed run
         try:
             if os.getpid() == self._pid:
@@ -537,6 +612,7 @@ class Run:
 
     def _release(self) -> None:
         self._fds = None
+        self._sync_writer()
         if os.getpid() != self._pid:
             return  # a forked child: the parent still owns the file and the lock
         for sink in self._all_sinks():
@@ -564,6 +640,8 @@ class Run:
     def _on_signal(self, signum: int, ends_process: bool) -> None:
         if os.getpid() != self._pid or self._state is _State.CLOSED:
             return
+        import signal  # loaded by _lifecycle, which calls this hook
+
         name = signal.Signals(signum).name
         if ends_process:
             self._end("terminated", {"signal": name})
@@ -598,6 +676,8 @@ def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
             "exc_type": "SystemExit",
             "exc_message": str(code),
         }
+    import traceback  # ~3 ms to import (linecache, tokenize): only a failed run needs it
+
     text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return (
         "failed",
@@ -622,10 +702,11 @@ def _event_error(event: Any) -> TypeError:
 
 
 def _check_field_name(key: str) -> None:
-    if key in RESERVED:
+    reserved = _fields.RESERVED_FIELDS
+    if key in reserved:
         msg = (
             f"field {key!r} is reserved by runlines; rename it "
-            f"(reserved: {', '.join(sorted(RESERVED))})"
+            f"(reserved: {', '.join(sorted(reserved))})"
         )
         raise FieldError(msg)
     if not key:
@@ -701,7 +782,7 @@ def _fast_path(sinks: tuple[Sink, ...], fsync: bool) -> tuple[tuple[int, ...] | 
 
 def _encode_failed(
     record: dict[str, Any],
-    err: JSONEncodeError,
+    err: TypeError,
     redact: Redact | None,
 ) -> bytes:
     """Raise the FieldError behind *err*, or encode *record* on the careful path."""
@@ -712,6 +793,10 @@ def _encode_failed(
 
 def _last_run_start(path: Path) -> dict[str, Any] | None:
     """Return the last run_start record of the log at *path*, or None."""
+    import mmap  # imported when a run opens, not with runlines
+
+    import orjson  # loaded already by _load()
+
     try:
         with open(path, "rb") as file:
             if os.fstat(file.fileno()).st_size == 0:
@@ -732,3 +817,20 @@ def _last_attempt(path: Path) -> int:
     record = _last_run_start(path)
     attempt = record.get("attempt") if record else 0
     return attempt if isinstance(attempt, int) else 0
+
+
+def _load() -> None:
+    """Bind, once, the modules and names that only an open run uses (see _dumps)."""
+    global _fields, _dumps, _OPTIONS, JSONEncodeError
+    global console_line, encode_default, encode_line, encode_line_safe
+    if "_dumps" in globals():
+        return  # an earlier run bound them
+    import orjson
+
+    from runlines import encoding
+    from runlines import fields as _fields
+
+    JSONEncodeError, _OPTIONS = orjson.JSONEncodeError, encoding.ORJSON_OPTIONS
+    console_line, encode_default = encoding.console_line, encoding.encode_default
+    encode_line, encode_line_safe = encoding.encode_line, encoding.encode_line_safe
+    _dumps = orjson.dumps  # last: a run opening in another thread now finds all of them

@@ -13,8 +13,10 @@ import os
 import stat
 import sys
 import threading
-from pathlib import Path
-from typing import Final, Protocol, TextIO
+from typing import TYPE_CHECKING, Final, Protocol, TextIO
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["FileSink", "Sink", "StdoutSink", "warn_stderr"]
 

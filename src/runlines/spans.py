@@ -6,44 +6,74 @@ Knows a clock and a callback, not ``Run`` or sinks; ``SpanStats`` keeps per-name
 from __future__ import annotations
 
 import functools
-import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
+from runlines import _native
 from runlines.errors import FieldError
 
-__all__ = ["Clock", "Emit", "Span", "SpanStats", "Tracer"]
+__all__ = ["Clock", "Emit", "Span", "SpanStats", "Tracer", "span_record"]
 
 Clock = Callable[[], float]
 """Monotonic seconds; the default is ``time.perf_counter``."""
 
-Emit = Callable[[dict[str, object]], None]
-"""Receives one record per finished span."""
+Emit = Callable[[str, float, "str | None", str, "str | None", dict[str, object]], None]
+"""Receives each finished span: name, duration_s, parent, status, exc_type, fields."""
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_S = TypeVar("_S", bound="_PySpanBase")
 
 # The keys a span record sets itself; a field of the same name would overwrite one.
 _RESERVED: Final = frozenset({"name", "duration_s", "parent", "status", "exc_type"})
 _DIGITS: Final = 6  # microseconds: finer is clock noise
+_thread_id = threading.get_ident
+
+
+def span_record(
+    name: str,
+    duration_s: float,
+    parent: str | None,
+    status: str,
+    exc_type: str | None,
+    fields: dict[str, object],
+) -> dict[str, object]:
+    """Return the record of a finished span: its own keys first, then *fields*."""
+    record: dict[str, object] = {"name": name, "duration_s": duration_s}
+    if parent is not None:
+        record["parent"] = parent
+    record["status"] = status
+    if exc_type is not None:
+        record["exc_type"] = exc_type
+    record.update(fields)
+    return record
 
 
 class SpanStats:
     """Count, total and maximum duration per span name; thread-safe."""
 
-    __slots__ = ("_lock", "_shard", "_shards")
+    __slots__ = ("_lock", "_shards")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._shards: list[dict[str, list[float]]] = []
-        self._shard = _Shard(self._shards, self._lock)
+        # thread id -> that thread's totals: name -> [count, total_s, max_s]. Each thread
+        # updates only its own, so the hot path takes no lock. A thread id reused after its
+        # thread ended adds to the same totals, which summary() merges anyway.
+        self._shards: dict[int, dict[str, list[float]]] = {}
+
+    def totals(self) -> dict[str, list[float]]:
+        """Return the calling thread's totals, name -> [count, total_s, max_s]."""
+        shard = self._shards.get(_thread_id())
+        if shard is None:
+            with self._lock:
+                shard = self._shards.setdefault(_thread_id(), {})
+        return shard
 
     def add(self, name: str, duration_s: float) -> None:
         """Count one span of *name* that lasted *duration_s* seconds."""
-        # Each thread updates its own shard, so no lock on this hot path.
-        totals = self._shard.totals
+        totals = self.totals()
         acc = totals.get(name)
         if acc is None:
             totals[name] = [1, duration_s, duration_s]
@@ -57,7 +87,7 @@ class SpanStats:
         """Return ``{name: {"count", "total_s", "mean_s", "max_s"}}`` in first-seen order."""
         merged: dict[str, list[float]] = {}
         with self._lock:
-            shards = [shard.copy() for shard in self._shards]
+            shards = [shard.copy() for shard in self._shards.values()]
         for shard in shards:
             for name, (count, total, peak) in shard.items():
                 acc = merged.setdefault(name, [0, 0.0, peak])
@@ -75,35 +105,29 @@ class SpanStats:
         }
 
 
-class _Shard(threading.local):
-    """One thread's totals: name -> [count, total_s, max_s], registered for summary()."""
-
-    def __init__(self, shards: list[dict[str, list[float]]], lock: threading.Lock) -> None:
-        self.totals: dict[str, list[float]] = {}
-        with lock:
-            shards.append(self.totals)
-
-
-class _OpenSpans(threading.local):
-    """The spans open in the current thread, innermost last."""
-
-    def __init__(self) -> None:
-        self.stack: list[Span] = []
+# One thread's open spans (innermost last) and its span totals; a tuple, which C reads fastest.
+_ThreadSpans = tuple[list["_PySpanBase"], dict[str, list[float]]]
 
 
 class Tracer:
     """Make spans that time a block and emit one record each when it ends."""
 
-    __slots__ = ("_clock", "_emit", "_open", "_shard", "stats")
+    __slots__ = ("_clock", "_emit", "_threads", "stats")
 
     def __init__(
         self, emit: Emit, *, stats: SpanStats | None = None, clock: Clock | None = None
     ) -> None:
         self._emit = emit
         self._clock = clock  # None: time.perf_counter, looked up per call so tests can freeze it
-        self._open = _OpenSpans()
+        # thread id -> its open spans; a dict on the thread id costs a fifth of threading.local
+        self._threads: dict[int, _ThreadSpans] = {}
         self.stats = SpanStats() if stats is None else stats
-        self._shard = self.stats._shard
+
+    def _thread(self) -> _ThreadSpans:
+        """Return the calling thread's spans, made on its first span."""
+        spans: _ThreadSpans = ([], self.stats.totals())
+        self._threads[_thread_id()] = spans
+        return spans
 
     def span(self, name: str, /, **fields: object) -> Span:
         """Return a span named *name*; its record carries *fields* too.
@@ -124,15 +148,11 @@ class Tracer:
         return Span(self, name, fields)
 
 
-class Span:
-    """Time a ``with`` block, or every call of a decorated function, as one record each.
+class _PySpanBase:
+    """A span's ``with`` protocol in Python; `_speedups.SpanBase` is the same in C."""
 
-    A Span object times one ``with`` block at a time; as a decorator it makes a fresh
-    Span per call, so recursion and threads are safe.
-    """
-
-    __slots__ = ("_fields", "_name", "_parent", "_stack", "_start", "_tracer")
-    _stack: list[Span]  # the open spans of the thread that entered this one
+    __slots__ = ("_fields", "_name", "_parent", "_start", "_thread", "_tracer")
+    _thread: _ThreadSpans  # the spans of the thread that entered this one
 
     def __init__(self, tracer: Tracer, name: str, fields: dict[str, object]) -> None:
         self._tracer = tracer
@@ -141,7 +161,7 @@ class Span:
         self._parent: str | None = None
         self._start: float | None = None  # None while closed
 
-    def __enter__(self) -> Span:
+    def __enter__(self: _S) -> _S:
         if self._start is not None:
             msg = (
                 f"span {self._name!r} is already open; a Span times one block at a time, "
@@ -149,7 +169,8 @@ class Span:
             )
             raise RuntimeError(msg)
         tracer = self._tracer
-        self._stack = stack = tracer._open.stack
+        self._thread = thread = tracer._threads.get(_thread_id()) or tracer._thread()
+        stack = thread[0]
         self._parent = stack[-1]._name if stack else None
         stack.append(self)
         clock = tracer._clock
@@ -168,24 +189,15 @@ class Span:
         # Not rounded: rounding would cost a sixth of the span (summary() rounds).
         duration = end - self._start  # type: ignore[operator]
         self._start = None
-        stack = self._stack
+        thread = self._thread
+        stack = thread[0]
         if stack[-1] is self:
             stack.pop()
         else:
             _remove(stack, self)
         name = self._name
-        record: dict[str, object] = {"name": name, "duration_s": duration}
-        if self._parent is not None:
-            record["parent"] = self._parent
-        if exc_type is None:
-            record["status"] = "ok"
-        else:
-            record["status"] = "interrupted" if exc_type is KeyboardInterrupt else "failed"
-            record["exc_type"] = exc_type.__name__
-        if self._fields:
-            record.update(self._fields)
         # SpanStats.add() inlined: a call frame is a tenth of a span's cost
-        totals = tracer._shard.totals
+        totals = thread[1]
         acc = totals.get(name)
         if acc is None:
             totals[name] = [1, duration, duration]
@@ -194,10 +206,32 @@ class Span:
             acc[1] += duration
             if duration > acc[2]:
                 acc[2] = duration
-        tracer._emit(record)
+        if exc_type is None:
+            tracer._emit(name, duration, self._parent, "ok", None, self._fields)
+        else:
+            status = "interrupted" if exc_type is KeyboardInterrupt else "failed"
+            tracer._emit(name, duration, self._parent, status, exc_type.__name__, self._fields)
+
+
+if TYPE_CHECKING:
+    _SpanBase = _PySpanBase
+else:
+    _SpanBase = _PySpanBase if _native.speedups is None else _native.speedups.SpanBase
+
+
+class Span(_SpanBase):
+    """Time a ``with`` block, or every call of a decorated function, as one record each.
+
+    A Span object times one ``with`` block at a time; as a decorator it makes a fresh
+    Span per call, so recursion and threads are safe.
+    """
+
+    __slots__ = ()
 
     def __call__(self, func: _F) -> _F:
         """Decorate *func* so that each call is one span (async functions too)."""
+        import inspect  # ~8 ms to import (ast, dis): only decorating a function needs it
+
         tracer, name, fields = self._tracer, self._name, self._fields
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             msg = (
@@ -228,7 +262,7 @@ def _wrap_async(
     return timed
 
 
-def _remove(stack: list[Span], span: Span) -> None:
+def _remove(stack: list[_PySpanBase], span: _PySpanBase) -> None:
     # Spans normally close innermost first; one closed out of order (interleaved
     # generators or tasks) is removed where it is, so the stack stays true.
     for i in range(len(stack) - 2, -1, -1):

@@ -31,7 +31,7 @@ from typing import Any
 
 from _common import stdout_to_temp_file
 
-from runlines import Run
+from runlines import Run, _native
 
 Loop = Callable[[int], None]
 
@@ -183,9 +183,10 @@ def _timed(loop: Loop, n: int) -> float:
 
 def print_table(samples: dict[Key, Samples], reps: int) -> None:
     """Print one row per (sinks, comparison): us/call, ratio, its range and the target."""
+    fast = "on" if _native.speedups is not None else "off (RUNLINES_NO_SPEEDUPS=1 or not built)"
     print(
-        f"Python {sys.version.split()[0]}; {reps} repetitions, both sides alternating in one run; "
-        "ratio = measured / baseline per repetition, median and range."
+        f"Python {sys.version.split()[0]}; C fast paths: {fast}; {reps} repetitions, both sides "
+        "alternating in one run; ratio = measured / baseline per repetition, median and range."
     )
     print()
     print("| sinks | measured | us/call | baseline | us/call | ratio | range | target |")

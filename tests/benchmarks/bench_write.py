@@ -5,7 +5,8 @@ Run: python tests/benchmarks/bench_write.py [--events N] [--reps R]
 Every contender writes the same train_step record to stdout and to a file, flushed per line.
 Stdout is redirected to a temporary file for the measurement (all contenders share it), and the
 table is printed to the real stdout at the end. Contenders run interleaved, R repetitions; the
-table gives the median us/event and the median of the per-repetition ratios.
+table gives the median us/event and the median of the per-repetition ratios. Run.log is
+measured on its C fast path (when built) and on its pure-Python path, in the same run.
 """
 
 from __future__ import annotations
@@ -22,9 +23,20 @@ from pathlib import Path
 
 import orjson
 
+import runlines.run
 from runlines import Run
 
 FIELDS = {"epoch": 3, "step": 1200, "loss": 0.412, "lr": 3e-4}
+
+
+def runlines_pure(directory: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """Run.log on its pure-Python path, as runlines runs when installed without a C compiler."""
+    saved = runlines.run._Writer
+    runlines.run._Writer = None
+    try:
+        return runlines_log(directory)
+    finally:
+        runlines.run._Writer = saved
 
 
 def seed_helper(out_path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
@@ -93,6 +105,7 @@ def measure(events: int, reps: int) -> dict[str, list[float]]:
     tmp = Path(tempfile.mkdtemp(prefix="runlines-bench-"))
     makers = {
         "runlines Run.log": lambda: runlines_log(tmp / "runs"),
+        "runlines Run.log, pure Python (no C extension)": lambda: runlines_pure(tmp / "pure"),
         "seed helper (json.dumps + 2 writes + 2 flushes)": lambda: seed_helper(tmp / "seed.jsonl"),
         "orjson.dumps + os.write x2": lambda: orjson_write(tmp / "orjson.jsonl"),
         "floor: pre-encoded os.write x2": lambda: floor(tmp / "floor.jsonl"),
@@ -132,6 +145,9 @@ def print_table(results: dict[str, list[float]]) -> None:
     ours = results["runlines Run.log"]
     seed = results["seed helper (json.dumps + 2 writes + 2 flushes)"]
     floor_ = results["floor: pre-encoded os.write x2"]
+    fast = "on" if runlines.run._Writer is not None else "off (RUNLINES_NO_SPEEDUPS or not built)"
+    print(f"C fast path of Run.log: {fast}")
+    print()
     print("| contender | us/event (median) | runlines / contender (median ratio) |")
     print("|---|---:|---:|")
     for name, times in results.items():
@@ -142,6 +158,9 @@ def print_table(results: dict[str, list[float]]) -> None:
     to_floor = statistics.median(o / f for o, f in zip(ours, floor_, strict=True))
     print(f"runlines / seed helper: {to_seed:.2f}")
     print(f"runlines / floor: {to_floor:.2f}")
+    pure = results["runlines Run.log, pure Python (no C extension)"]
+    pure_to_seed = statistics.median(p / s for p, s in zip(pure, seed, strict=True))
+    print(f"runlines pure Python / seed helper: {pure_to_seed:.2f}")
 
 
 if __name__ == "__main__":

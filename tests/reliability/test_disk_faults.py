@@ -257,6 +257,7 @@ class TestReadOnlyFolder:
             Run("other", run_dir, stdout=False)
 
 
+@pytest.mark.usefixtures("pure_python")  # replaces runlines.run._write, which C does not call
 def test_a_write_cut_just_before_its_newline_is_whole_and_not_counted_as_dropped(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -287,6 +288,7 @@ def test_a_write_cut_just_before_its_newline_is_whole_and_not_counted_as_dropped
     assert [r["seq"] for r in records if r["event"] == "step"] == [0, 1, 2]
 
 
+@pytest.mark.usefixtures("pure_python")  # replaces runlines.run._write, which C does not call
 def test_a_failed_write_never_raises_from_log(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

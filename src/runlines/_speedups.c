@@ -1,0 +1,1197 @@
+/* The fast path of Run.log, for records whose values are all plain numbers.
+ *
+ * A Writer stands in for a Run's bound log() method. A call whose event and key set the Run
+ * has already planned, and whose values are exactly the int, float (finite) and bool types
+ * of that plan, is stamped, encoded with the same orjson call and options as run.py, and
+ * written with one write(2) per descriptor, as run.py would write it, byte for byte. Every
+ * other call (a first record, a string, None, NaN, a sampled event, a closed run, a failed
+ * sink, a due check of the log file) goes to the Python log(), which decides everything.
+ * This file adds no behaviour of its own: it only skips interpreter work on the common call.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CACHE_SIZE 64 /* a power of two: slots for (event, call site) pairs */
+
+typedef struct {
+    PyObject *event;   /* the event str of the call */
+    PyObject *kwnames; /* the call site's tuple of field names */
+    PyObject *types;   /* the plan's value types, one per name */
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *slow;      /* Run.log bound to the run: everything the fast path declines */
+    PyObject *failed;    /* Run._write_failed(fd, line, written, err) */
+    PyObject *span_slow; /* Run._log_span: every span record the fast path declines */
+    PyObject *span_names; /* the run's dict: span name -> its redacted form */
+    PyObject *plans;     /* the run's dict: (event, *names) -> (quotes, careful, types) */
+    PyObject *samplers;  /* the run's dict: event -> sampler (replaced whole by the run) */
+    PyObject *globals;   /* runlines.run's globals: _now is looked up per call (freezegun) */
+    PyObject *dumps;     /* orjson.dumps */
+    PyObject *dumps_args_tail; /* (default, option) */
+    PyObject *dumps_kwnames;   /* ("default", "option") */
+    PyObject *name;      /* the run's name */
+    PyObject *rank;      /* the rank, or None */
+    PyObject *fds;       /* tuple of descriptors, or None: the fast path is off */
+    PyObject *flush;     /* sys.stdout.flush to call first, or None */
+    PyTypeObject *span_type;   /* spans.Span, a subclass of SpanBase; NULL until set_spans() */
+    PyObject *span_factory_slow; /* Run.span: every span() call the fast path declines */
+    PyObject *tracer, *tracer_threads, *tracer_clock, *tracer_emit;
+    double next_check;   /* log() checks the log file at this time: leave that to Python */
+    int enabled;
+    unsigned long long hits; /* records the fast path wrote (tests and benchmarks read it) */
+    Entry cache[CACHE_SIZE];
+} Writer;
+
+static PyObject *str_now;
+static PyObject *str_ts;
+static PyObject *str_event;
+static PyObject *str_run;
+static PyObject *str_rank;
+static PyObject *str_span;
+static PyObject *str_name;
+static PyObject *str_duration_s;
+static PyObject *str_parent;
+static PyObject *str_status;
+static PyObject *str_exc_type;
+
+static void
+entry_clear(Entry *entry)
+{
+    Py_CLEAR(entry->event);
+    Py_CLEAR(entry->kwnames);
+    Py_CLEAR(entry->types);
+}
+
+static void
+writer_forget_all(Writer *self)
+{
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        entry_clear(&self->cache[i]);
+    }
+}
+
+static inline size_t
+slot_of(PyObject *event, PyObject *kwnames)
+{
+    size_t h = ((size_t)event >> 4) * 31u + ((size_t)kwnames >> 4);
+    return (h ^ (h >> 7)) & (CACHE_SIZE - 1);
+}
+
+/* Types the fast path writes without a look: they hold no string, no secret, no null. */
+static inline int
+is_plain_type(PyObject *type)
+{
+    return type == (PyObject *)&PyLong_Type || type == (PyObject *)&PyFloat_Type ||
+           type == (PyObject *)&PyBool_Type;
+}
+
+/* Learn the plan of (event, kwnames) from the run's plans, if Python has made one that the
+ * fast path may follow. Returns the cached entry, or NULL (no error set) to decline. */
+static Entry *
+learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
+    PyObject *key = PyTuple_New(n + 1);
+    if (key == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_INCREF(event);
+    PyTuple_SET_ITEM(key, 0, event);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        Py_INCREF(name);
+        PyTuple_SET_ITEM(key, i + 1, name);
+    }
+    PyObject *plan = PyDict_GetItemWithError(self->plans, key); /* borrowed */
+    Py_DECREF(key);
+    if (plan == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 3) {
+        return NULL;
+    }
+    if (PyTuple_GET_ITEM(plan, 1) != Py_False) { /* careful: redaction or odd types */
+        return NULL;
+    }
+    PyObject *types = PyTuple_GET_ITEM(plan, 2);
+    if (!PyTuple_CheckExact(types) || PyTuple_GET_SIZE(types) != n) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!is_plain_type(PyTuple_GET_ITEM(types, i))) {
+            return NULL;
+        }
+    }
+    entry_clear(slot);
+    Py_INCREF(event);
+    Py_INCREF(kwnames);
+    Py_INCREF(types);
+    slot->event = event;
+    slot->kwnames = kwnames;
+    slot->types = types;
+    return slot;
+}
+
+/* Write line to fd as os.write would: retry on EINTR after running signal handlers.
+ * Returns bytes written, or -1 with errno set (no Python error), or -2 with a Python error
+ * raised by a signal handler. */
+static Py_ssize_t
+write_fd(int fd, const char *data, Py_ssize_t size)
+{
+    Py_ssize_t n;
+    int err;
+    for (;;) {
+        Py_BEGIN_ALLOW_THREADS
+        n = write(fd, data, (size_t)size);
+        err = errno;
+        Py_END_ALLOW_THREADS
+        if (n >= 0) {
+            return n;
+        }
+        if (err != EINTR) {
+            errno = err;
+            return -1;
+        }
+        if (PyErr_CheckSignals() < 0) {
+            return -2;
+        }
+    }
+}
+
+static PyObject *emit(Writer *self, PyObject *line);
+
+#define DECLINE ((PyObject *)-1) /* not an error: hand the call to Python */
+
+/* A record {"ts": _now(), "event": event, "run": name[, "rank": rank]}, with room for `more`
+ * fields. Returns DECLINE when Python must write it (the clock is not the float clock, or the
+ * once-a-second check of the log file is due and check_file is set), NULL on an error. */
+static PyObject *
+record_head(Writer *self, PyObject *event, Py_ssize_t more, int check_file)
+{
+    PyObject *now = PyDict_GetItemWithError(self->globals, str_now); /* borrowed */
+    if (now == NULL) {
+        PyErr_Clear();
+        return DECLINE;
+    }
+    PyObject *ts = PyObject_CallNoArgs(now); /* _now looked up per call: freezegun patches it */
+    if (ts == NULL) {
+        return NULL; /* the clock failed: Python's log() would raise the same */
+    }
+    if (!PyFloat_CheckExact(ts) || (check_file && PyFloat_AS_DOUBLE(ts) >= self->next_check)) {
+        Py_DECREF(ts);
+        return DECLINE;
+    }
+#if PY_VERSION_HEX < 0x030D0000
+    PyObject *record = _PyDict_NewPresized(more + 4); /* no resize while filling */
+#else
+    PyObject *record = PyDict_New();
+#endif
+    if (record == NULL) {
+        Py_DECREF(ts);
+        return NULL;
+    }
+    int bad = PyDict_SetItem(record, str_ts, ts);
+    Py_DECREF(ts);
+    bad = bad || PyDict_SetItem(record, str_event, event);
+    bad = bad || PyDict_SetItem(record, str_run, self->name);
+    if (self->rank != Py_None) {
+        bad = bad || PyDict_SetItem(record, str_rank, self->rank);
+    }
+    if (bad) {
+        Py_DECREF(record);
+        return NULL;
+    }
+    return record;
+}
+
+/* orjson.dumps(record, default=encode_default, option=...): the call run.py makes. */
+static PyObject *
+encode(Writer *self, PyObject *record)
+{
+    PyObject *dump_args[3] = {
+        record,
+        PyTuple_GET_ITEM(self->dumps_args_tail, 0),
+        PyTuple_GET_ITEM(self->dumps_args_tail, 1),
+    };
+    return PyObject_Vectorcall(self->dumps, dump_args, 1, self->dumps_kwnames);
+}
+
+static PyObject *
+call_slow(Writer *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+static PyObject *
+writer_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Writer *self = (Writer *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!self->enabled || nargs != 1 || kwnames == NULL || self->fds == Py_None) {
+        return call_slow(self, args, nargsf, kwnames);
+    }
+    PyObject *event = args[0];
+    if (!PyUnicode_CheckExact(event)) {
+        return call_slow(self, args, nargsf, kwnames);
+    }
+    if (PyDict_GET_SIZE(self->samplers) != 0) {
+        int sampled = PyDict_Contains(self->samplers, event);
+        if (sampled != 0) {
+            if (sampled < 0) {
+                PyErr_Clear();
+            }
+            return call_slow(self, args, nargsf, kwnames);
+        }
+    }
+    Entry *entry = &self->cache[slot_of(event, kwnames)];
+    if (entry->event != event || entry->kwnames != kwnames) {
+        entry = learn(self, event, kwnames, entry);
+        if (entry == NULL) {
+            return call_slow(self, args, nargsf, kwnames);
+        }
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
+    PyObject *const *values = args + 1;
+    PyObject *types = entry->types;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = values[i];
+        if ((PyObject *)Py_TYPE(value) != PyTuple_GET_ITEM(types, i)) {
+            return call_slow(self, args, nargsf, kwnames);
+        }
+        if (PyFloat_CheckExact(value) && !isfinite(PyFloat_AS_DOUBLE(value))) {
+            return call_slow(self, args, nargsf, kwnames); /* written as null + _nonfinite */
+        }
+    }
+
+    PyObject *record = record_head(self, event, n, 1);
+    if (record == DECLINE) {
+        return call_slow(self, args, nargsf, kwnames);
+    }
+    if (record == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyDict_SetItem(record, PyTuple_GET_ITEM(kwnames, i), values[i]) < 0) {
+            Py_DECREF(record);
+            return NULL;
+        }
+    }
+    PyObject *line = encode(self, record);
+    Py_DECREF(record);
+    if (line == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+            return NULL;
+        }
+        PyErr_Clear(); /* an int beyond 64 bits, say: Python's careful path encodes it */
+        return call_slow(self, args, nargsf, kwnames);
+    }
+    self->hits++;
+    return emit(self, line);
+}
+
+/* As run.py's log() after encoding: the program's own prints first, then one write per
+ * descriptor; a failed or short write goes to the sink's own handling. Steals line. */
+static PyObject *
+emit(Writer *self, PyObject *line)
+{
+    if (!PyBytes_CheckExact(line)) {
+        Py_DECREF(line);
+        PyErr_SetString(PyExc_TypeError, "runlines: the encoder did not return bytes");
+        return NULL;
+    }
+    PyObject *fds = self->fds;
+    PyObject *flush = self->flush;
+    Py_INCREF(fds);
+    Py_INCREF(flush);
+    if (flush != Py_None) {
+        PyObject *done = PyObject_CallNoArgs(flush);
+        if (done == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_OSError) &&
+                !PyErr_ExceptionMatches(PyExc_ValueError)) {
+                goto error;
+            }
+            PyErr_Clear(); /* a closed or broken stdout: the write below counts the drop */
+        }
+        else {
+            Py_DECREF(done);
+        }
+    }
+    const char *data = PyBytes_AS_STRING(line);
+    Py_ssize_t size = PyBytes_GET_SIZE(line);
+    Py_ssize_t nfds = PyTuple_GET_SIZE(fds);
+    for (Py_ssize_t i = 0; i < nfds; i++) {
+        PyObject *fd_obj = PyTuple_GET_ITEM(fds, i);
+        int fd = (int)PyLong_AsLong(fd_obj);
+        if (fd == -1 && PyErr_Occurred()) {
+            goto error;
+        }
+        Py_ssize_t written = write_fd(fd, data, size);
+        if (written == -2) {
+            goto error;
+        }
+        if (written == size) {
+            continue;
+        }
+        PyObject *result;
+        if (written == -1) {
+            int err = errno;
+            /* OSError(errno, strerror) picks the subclass, as os.write's error would be */
+            PyObject *exc = PyObject_CallFunction(PyExc_OSError, "is", err, strerror(err));
+            if (exc == NULL) {
+                goto error;
+            }
+            result = PyObject_CallFunction(self->failed, "OOiO", fd_obj, line, 0, exc);
+            Py_DECREF(exc);
+        }
+        else {
+            result = PyObject_CallFunction(self->failed, "OOnO", fd_obj, line, written, Py_None);
+        }
+        if (result == NULL) {
+            goto error;
+        }
+        Py_DECREF(result);
+    }
+    Py_DECREF(fds);
+    Py_DECREF(flush);
+    Py_DECREF(line);
+    Py_RETURN_NONE;
+
+error:
+    Py_DECREF(fds);
+    Py_DECREF(flush);
+    Py_DECREF(line);
+    return NULL;
+}
+
+static PyObject *
+writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"slow", "failed", "span_slow", "span_names", "plans", "globals",
+                             "dumps", "default", "option", "name", "rank", NULL};
+    PyObject *slow, *failed, *span_slow, *span_names, *plans, *globals, *dumps, *dflt, *option,
+        *name, *rank;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!OOOUO:Writer", kwlist, &slow, &failed,
+                                     &span_slow, &PyDict_Type, &span_names, &PyDict_Type, &plans,
+                                     &PyDict_Type, &globals, &dumps, &dflt, &option, &name,
+                                     &rank)) {
+        return NULL;
+    }
+    Writer *self = (Writer *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = writer_vectorcall;
+    self->dumps_args_tail = PyTuple_Pack(2, dflt, option);
+    /* interned, as the keyword names of a Python call site are: orjson compares pointers */
+    PyObject *kw_default = PyUnicode_InternFromString("default");
+    PyObject *kw_option = PyUnicode_InternFromString("option");
+    if (kw_default != NULL && kw_option != NULL) {
+        self->dumps_kwnames = PyTuple_Pack(2, kw_default, kw_option);
+    }
+    Py_XDECREF(kw_default);
+    Py_XDECREF(kw_option);
+    if (self->dumps_args_tail == NULL || self->dumps_kwnames == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->slow = Py_NewRef(slow);
+    self->failed = Py_NewRef(failed);
+    self->span_slow = Py_NewRef(span_slow);
+    self->span_names = Py_NewRef(span_names);
+    self->plans = Py_NewRef(plans);
+    self->samplers = PyDict_New();
+    if (self->samplers == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->globals = Py_NewRef(globals);
+    self->dumps = Py_NewRef(dumps);
+    self->name = Py_NewRef(name);
+    self->rank = Py_NewRef(rank);
+    self->fds = Py_NewRef(Py_None);
+    self->flush = Py_NewRef(Py_None);
+    self->next_check = 0.0;
+    self->enabled = 0;
+    return (PyObject *)self;
+}
+
+static int
+writer_traverse(Writer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->slow);
+    Py_VISIT(self->failed);
+    Py_VISIT(self->span_slow);
+    Py_VISIT(self->span_names);
+    Py_VISIT(self->span_type);
+    Py_VISIT(self->span_factory_slow);
+    Py_VISIT(self->tracer);
+    Py_VISIT(self->tracer_threads);
+    Py_VISIT(self->tracer_clock);
+    Py_VISIT(self->tracer_emit);
+    Py_VISIT(self->plans);
+    Py_VISIT(self->samplers);
+    Py_VISIT(self->globals);
+    Py_VISIT(self->dumps);
+    Py_VISIT(self->dumps_args_tail);
+    Py_VISIT(self->dumps_kwnames);
+    Py_VISIT(self->name);
+    Py_VISIT(self->rank);
+    Py_VISIT(self->fds);
+    Py_VISIT(self->flush);
+    for (int i = 0; i < CACHE_SIZE; i++) {
+        Py_VISIT(self->cache[i].event);
+        Py_VISIT(self->cache[i].kwnames);
+        Py_VISIT(self->cache[i].types);
+    }
+    return 0;
+}
+
+static int
+writer_clear(Writer *self)
+{
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->failed);
+    Py_CLEAR(self->span_slow);
+    Py_CLEAR(self->span_names);
+    Py_CLEAR(self->span_type);
+    Py_CLEAR(self->span_factory_slow);
+    Py_CLEAR(self->tracer);
+    Py_CLEAR(self->tracer_threads);
+    Py_CLEAR(self->tracer_clock);
+    Py_CLEAR(self->tracer_emit);
+    Py_CLEAR(self->plans);
+    Py_CLEAR(self->samplers);
+    Py_CLEAR(self->globals);
+    Py_CLEAR(self->dumps);
+    Py_CLEAR(self->dumps_args_tail);
+    Py_CLEAR(self->dumps_kwnames);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->rank);
+    Py_CLEAR(self->fds);
+    Py_CLEAR(self->flush);
+    writer_forget_all(self);
+    return 0;
+}
+
+static void
+writer_dealloc(Writer *self)
+{
+    PyObject_GC_UnTrack(self);
+    writer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+writer_configure(Writer *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"enabled", "fds", "flush", "next_check", "samplers", NULL};
+    int enabled;
+    PyObject *fds, *flush, *samplers;
+    double next_check;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "pOOdO!:configure", kwlist, &enabled, &fds,
+                                     &flush, &next_check, &PyDict_Type, &samplers)) {
+        return NULL;
+    }
+    if (fds != Py_None) {
+        if (!PyTuple_CheckExact(fds)) {
+            PyErr_SetString(PyExc_TypeError, "fds must be a tuple of ints or None");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fds); i++) {
+            if (!PyLong_CheckExact(PyTuple_GET_ITEM(fds, i))) {
+                PyErr_SetString(PyExc_TypeError, "fds must be a tuple of ints or None");
+                return NULL;
+            }
+        }
+    }
+    Py_SETREF(self->fds, Py_NewRef(fds));
+    Py_SETREF(self->flush, Py_NewRef(flush));
+    Py_SETREF(self->samplers, Py_NewRef(samplers));
+    self->next_check = next_check;
+    self->enabled = enabled;
+    Py_RETURN_NONE;
+}
+
+/* Encode and write a record runlines built itself (a span's), already redacted. */
+static PyObject *
+writer_write_record(Writer *self, PyObject *record)
+{
+    if (self->fds == Py_None) {
+        PyErr_SetString(PyExc_RuntimeError, "runlines: write_record() while the fast path is off");
+        return NULL;
+    }
+    PyObject *line = encode(self, record);
+    if (line == NULL) {
+        return NULL;
+    }
+    return emit(self, line);
+}
+
+/* The tracer's emit: write a finished span's record as Run._log_span would, when the span
+ * has no fields of its own, its names were redacted before and the "span" event is not
+ * sampled; hand everything else to Run._log_span. */
+static PyObject *
+writer_write_span(Writer *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !self->enabled || self->fds == Py_None) {
+        return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
+    }
+    PyObject *name = args[0], *duration = args[1], *parent = args[2], *status = args[3];
+    PyObject *exc_type = args[4], *fields = args[5];
+    if (!PyDict_CheckExact(fields) || PyDict_GET_SIZE(fields) != 0 ||
+        !PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(status) ||
+        (exc_type != Py_None && !PyUnicode_CheckExact(exc_type))) {
+        return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
+    }
+    if (PyDict_GET_SIZE(self->samplers) != 0) {
+        int sampled = PyDict_Contains(self->samplers, str_span);
+        if (sampled != 0) {
+            if (sampled < 0) {
+                PyErr_Clear();
+            }
+            return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
+        }
+    }
+    PyObject *safe_name = PyDict_GetItemWithError(self->span_names, name); /* borrowed */
+    PyObject *safe_parent = Py_None;
+    if (parent != Py_None) {
+        safe_parent = PyDict_GetItemWithError(self->span_names, parent);
+    }
+    if (safe_name == NULL || safe_parent == NULL) {
+        PyErr_Clear(); /* a name not seen before: Python redacts it and remembers */
+        return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
+    }
+    PyObject *record = record_head(self, str_span, 5, 0);
+    if (record == DECLINE) {
+        return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
+    }
+    if (record == NULL) {
+        return NULL;
+    }
+    int bad = PyDict_SetItem(record, str_name, safe_name);
+    bad = bad || PyDict_SetItem(record, str_duration_s, duration);
+    if (parent != Py_None) {
+        bad = bad || PyDict_SetItem(record, str_parent, safe_parent);
+    }
+    bad = bad || PyDict_SetItem(record, str_status, status);
+    if (exc_type != Py_None) {
+        bad = bad || PyDict_SetItem(record, str_exc_type, exc_type);
+    }
+    if (bad) {
+        Py_DECREF(record);
+        return NULL;
+    }
+    PyObject *result = writer_write_record(self, record);
+    Py_DECREF(record);
+    if (result != NULL) {
+        self->hits++;
+    }
+    return result;
+}
+
+static PyObject *
+writer_get_hits(Writer *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLongLong(self->hits);
+}
+
+static PyObject *
+writer_forget(Writer *self, PyObject *Py_UNUSED(ignored))
+{
+    writer_forget_all(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+writer_get_wrapped(Writer *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->slow);
+}
+
+static PyObject *
+writer_get_doc(Writer *self, void *Py_UNUSED(closure))
+{
+    return PyObject_GetAttrString(self->slow, "__doc__");
+}
+
+static PyObject *
+writer_get_enabled(Writer *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->enabled && self->fds != Py_None);
+}
+
+static PyObject *writer_set_spans(Writer *self, PyObject *args, PyObject *kwds);
+static PyObject *writer_span(Writer *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames);
+
+static PyMethodDef writer_methods[] = {
+    {"set_spans", (PyCFunction)(void (*)(void))writer_set_spans, METH_VARARGS | METH_KEYWORDS,
+     PyDoc_STR("set_spans(span_type, tracer, slow): make spans of the run's tracer")},
+    {"span", (PyCFunction)(void (*)(void))writer_span, METH_FASTCALL | METH_KEYWORDS,
+     PyDoc_STR("span(name, /, **fields): Run.span, without its call frame")},
+    {"configure", (PyCFunction)(void (*)(void))writer_configure, METH_VARARGS | METH_KEYWORDS,
+     PyDoc_STR("configure(enabled, fds, flush, next_check, samplers): follow the run")},
+    {"write_record", (PyCFunction)writer_write_record, METH_O,
+     PyDoc_STR("write_record(record): encode and write a record of runlines' own")},
+    {"write_span", (PyCFunction)(void (*)(void))writer_write_span, METH_FASTCALL,
+     PyDoc_STR("write_span(name, duration_s, parent, status, exc_type, fields)")},
+    {"forget", (PyCFunction)writer_forget, METH_NOARGS,
+     PyDoc_STR("forget(): drop every learned plan (the run changed one)")},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef writer_getset[] = {
+    {"__wrapped__", (getter)writer_get_wrapped, NULL, NULL, NULL},
+    {"__doc__", (getter)writer_get_doc, NULL, NULL, NULL},
+    {"enabled", (getter)writer_get_enabled, NULL, NULL, NULL},
+    {"hits", (getter)writer_get_hits, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject WriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "runlines._speedups.Writer",
+    .tp_basicsize = sizeof(Writer),
+    .tp_dealloc = (destructor)writer_dealloc,
+    .tp_vectorcall_offset = offsetof(Writer, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_traverse = (traverseproc)writer_traverse,
+    .tp_clear = (inquiry)writer_clear,
+    .tp_methods = writer_methods,
+    .tp_getset = writer_getset,
+    .tp_new = writer_new,
+};
+
+/* ---- Spans --------------------------------------------------------------------------------
+ * SpanBase is spans.Span's __enter__ and __exit__, as spans.py's _PySpanBase has them: the
+ * same stack of open spans per thread, the same totals, the same call of the tracer's emit.
+ */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *tracer;
+    PyObject *name;
+    PyObject *fields;
+    PyObject *parent; /* the enclosing span's name, or None */
+    PyObject *thread; /* (stack, totals) of the thread that entered, while open */
+    /* The tracer's _threads, _clock and _emit when a Writer made the span, else NULL: looked
+     * up on the tracer at each use. */
+    PyObject *threads;
+    PyObject *clock;
+    PyObject *emit;
+    double start;
+    int open;
+} SpanBase;
+
+static PyObject *time_module;
+static PyObject *str_perf_counter;
+static PyObject *str__threads;
+static PyObject *str__thread;
+static PyObject *str__clock;
+static PyObject *str__emit;
+static PyObject *str__name;
+static PyObject *str_ok;
+static PyObject *str_failed;
+static PyObject *str_interrupted;
+static PyObject *str___name__;
+static PyObject *int_one;
+
+static int
+spanbase_init(SpanBase *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"tracer", "name", "fields", NULL};
+    PyObject *tracer, *name, *fields;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:Span", kwlist, &tracer, &name, &fields)) {
+        return -1;
+    }
+    Py_XSETREF(self->tracer, Py_NewRef(tracer));
+    Py_XSETREF(self->name, Py_NewRef(name));
+    Py_XSETREF(self->fields, Py_NewRef(fields));
+    Py_XSETREF(self->parent, Py_NewRef(Py_None));
+    Py_CLEAR(self->thread);
+    self->open = 0;
+    return 0;
+}
+
+/* self->tracer's attribute, or the value cached in *cached; a new reference. */
+static PyObject *
+tracer_attr(SpanBase *self, PyObject *cached, PyObject *name)
+{
+    if (cached != NULL) {
+        return Py_NewRef(cached);
+    }
+    return PyObject_GetAttr(self->tracer, name);
+}
+
+/* The tracer's clock, or time.perf_counter looked up now (freezegun replaces it). */
+static int
+span_clock(SpanBase *self, double *now)
+{
+    PyObject *clock = tracer_attr(self, self->clock, str__clock);
+    if (clock == NULL) {
+        return -1;
+    }
+    if (clock == Py_None) {
+        Py_DECREF(clock);
+        clock = PyObject_GetAttr(time_module, str_perf_counter);
+        if (clock == NULL) {
+            return -1;
+        }
+    }
+    PyObject *value = PyObject_CallNoArgs(clock);
+    Py_DECREF(clock);
+    if (value == NULL) {
+        return -1;
+    }
+    *now = PyFloat_AsDouble(value);
+    Py_DECREF(value);
+    return (*now == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *
+spanbase_enter(SpanBase *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->open) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "span %R is already open; a Span times one block at a time, call span(%R) "
+                     "again for a nested or concurrent block",
+                     self->name, self->name);
+        return NULL;
+    }
+    if (self->tracer == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Span.__init__() was not called");
+        return NULL;
+    }
+    PyObject *threads = tracer_attr(self, self->threads, str__threads);
+    if (threads == NULL) {
+        return NULL;
+    }
+    if (!PyDict_Check(threads)) {
+        Py_DECREF(threads);
+        PyErr_SetString(PyExc_TypeError, "the tracer's _threads must be a dict");
+        return NULL;
+    }
+    PyObject *ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+    if (ident == NULL) {
+        Py_DECREF(threads);
+        return NULL;
+    }
+    PyObject *thread = PyDict_GetItemWithError(threads, ident); /* borrowed */
+    Py_DECREF(ident);
+    Py_DECREF(threads);
+    if (thread != NULL) {
+        Py_INCREF(thread);
+    }
+    else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    else {
+        thread = PyObject_CallMethodNoArgs(self->tracer, str__thread);
+        if (thread == NULL) {
+            return NULL;
+        }
+    }
+    if (!PyTuple_CheckExact(thread) || PyTuple_GET_SIZE(thread) != 2 ||
+        !PyList_Check(PyTuple_GET_ITEM(thread, 0)) || !PyDict_Check(PyTuple_GET_ITEM(thread, 1))) {
+        Py_DECREF(thread);
+        PyErr_SetString(PyExc_TypeError, "a thread's spans must be a (list, dict) tuple");
+        return NULL;
+    }
+    PyObject *stack = PyTuple_GET_ITEM(thread, 0); /* borrowed */
+    PyObject *parent = Py_None;
+    Py_ssize_t depth = PyList_GET_SIZE(stack);
+    if (depth > 0) {
+        parent = PyObject_GetAttr(PyList_GET_ITEM(stack, depth - 1), str__name);
+        if (parent == NULL) {
+            Py_DECREF(thread);
+            return NULL;
+        }
+    }
+    else {
+        Py_INCREF(parent);
+    }
+    if (PyList_Append(stack, (PyObject *)self) < 0) {
+        Py_DECREF(parent);
+        Py_DECREF(thread);
+        return NULL;
+    }
+    Py_XSETREF(self->parent, parent);
+    Py_XSETREF(self->thread, thread);
+    if (span_clock(self, &self->start) < 0) {
+        return NULL;
+    }
+    self->open = 1;
+    return Py_NewRef(self);
+}
+
+/* Take self off its thread's stack: the top normally, anywhere when closed out of order. */
+static int
+span_pop(SpanBase *self, PyObject *stack)
+{
+    Py_ssize_t depth = PyList_GET_SIZE(stack);
+    if (depth > 0 && PyList_GET_ITEM(stack, depth - 1) == (PyObject *)self) {
+        return PyList_SetSlice(stack, depth - 1, depth, NULL);
+    }
+    for (Py_ssize_t i = depth - 2; i >= 0; i--) {
+        if (PyList_GET_ITEM(stack, i) == (PyObject *)self) {
+            return PyList_SetSlice(stack, i, i + 1, NULL);
+        }
+    }
+    return 0;
+}
+
+/* totals[name] = [count, total_s, max_s], as SpanStats.add() keeps them. */
+static int
+span_count(PyObject *totals, PyObject *name, PyObject *duration_obj, double duration)
+{
+    PyObject *acc = PyDict_GetItemWithError(totals, name); /* borrowed */
+    if (acc == NULL) {
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        PyObject *fresh = PyList_New(3);
+        if (fresh == NULL) {
+            return -1;
+        }
+        PyList_SET_ITEM(fresh, 0, PyLong_FromLong(1));
+        PyList_SET_ITEM(fresh, 1, Py_NewRef(duration_obj));
+        PyList_SET_ITEM(fresh, 2, Py_NewRef(duration_obj));
+        int done = PyList_GET_ITEM(fresh, 0) == NULL ? -1 : PyDict_SetItem(totals, name, fresh);
+        Py_DECREF(fresh);
+        return done;
+    }
+    if (!PyList_Check(acc) || PyList_GET_SIZE(acc) != 3) {
+        PyErr_SetString(PyExc_TypeError, "span totals must be [count, total_s, max_s] lists");
+        return -1;
+    }
+    PyObject *count = PyNumber_Add(PyList_GET_ITEM(acc, 0), int_one);
+    if (count == NULL) {
+        return -1;
+    }
+    PyList_SetItem(acc, 0, count); /* steals count */
+    PyObject *total = PyNumber_Add(PyList_GET_ITEM(acc, 1), duration_obj);
+    if (total == NULL) {
+        return -1;
+    }
+    PyList_SetItem(acc, 1, total);
+    double peak = PyFloat_AsDouble(PyList_GET_ITEM(acc, 2));
+    if (peak == -1.0 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (duration > peak) {
+        PyList_SetItem(acc, 2, Py_NewRef(duration_obj));
+    }
+    return 0;
+}
+
+static PyObject *
+spanbase_exit(SpanBase *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "__exit__ expected 3 arguments, got %zd", nargs);
+        return NULL;
+    }
+    if (!self->open || self->thread == NULL) {
+        PyErr_Format(PyExc_RuntimeError, "span %R is not open: use it in a 'with' block",
+                     self->name);
+        return NULL;
+    }
+    double end;
+    if (span_clock(self, &end) < 0) {
+        return NULL;
+    }
+    /* Not rounded: rounding would cost a sixth of the span (summary() rounds). */
+    double duration = end - self->start;
+    self->open = 0;
+    PyObject *thread = self->thread; /* owned: released at the end */
+    self->thread = NULL;
+    PyObject *duration_obj = NULL, *status = NULL, *exc_name = NULL, *emit = NULL;
+    PyObject *result = NULL;
+    /* enter checked: a (list, dict) tuple */
+    if (span_pop(self, PyTuple_GET_ITEM(thread, 0)) < 0) {
+        goto done;
+    }
+    duration_obj = PyFloat_FromDouble(duration);
+    if (duration_obj == NULL ||
+        span_count(PyTuple_GET_ITEM(thread, 1), self->name, duration_obj, duration) < 0) {
+        goto done;
+    }
+    PyObject *exc_type = args[0];
+    if (exc_type == Py_None) {
+        status = Py_NewRef(str_ok);
+        exc_name = Py_NewRef(Py_None);
+    }
+    else {
+        status = Py_NewRef(exc_type == PyExc_KeyboardInterrupt ? str_interrupted : str_failed);
+        exc_name = PyObject_GetAttr(exc_type, str___name__);
+        if (exc_name == NULL) {
+            goto done;
+        }
+    }
+    emit = tracer_attr(self, self->emit, str__emit);
+    if (emit == NULL) {
+        goto done;
+    }
+    PyObject *emit_args[6] = {self->name, duration_obj, self->parent, status, exc_name,
+                              self->fields};
+    PyObject *emitted = PyObject_Vectorcall(emit, emit_args, 6, NULL);
+    if (emitted == NULL) {
+        goto done;
+    }
+    Py_DECREF(emitted);
+    result = Py_NewRef(Py_None);
+done:
+    Py_DECREF(thread);
+    Py_XDECREF(duration_obj);
+    Py_XDECREF(status);
+    Py_XDECREF(exc_name);
+    Py_XDECREF(emit);
+    return result;
+}
+
+static PyObject *
+spanbase_get_start(SpanBase *self, void *Py_UNUSED(closure))
+{
+    if (!self->open) {
+        Py_RETURN_NONE;
+    }
+    return PyFloat_FromDouble(self->start);
+}
+
+static PyObject *
+spanbase_get_object(PyObject *value)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "Span.__init__() was not called");
+        return NULL;
+    }
+    return Py_NewRef(value);
+}
+
+static PyObject *
+spanbase_get_tracer(SpanBase *self, void *Py_UNUSED(closure))
+{
+    return spanbase_get_object(self->tracer);
+}
+
+static PyObject *
+spanbase_get_name(SpanBase *self, void *Py_UNUSED(closure))
+{
+    return spanbase_get_object(self->name);
+}
+
+static PyObject *
+spanbase_get_fields(SpanBase *self, void *Py_UNUSED(closure))
+{
+    return spanbase_get_object(self->fields);
+}
+
+static PyObject *
+spanbase_get_parent(SpanBase *self, void *Py_UNUSED(closure))
+{
+    return spanbase_get_object(self->parent);
+}
+
+static int
+spanbase_traverse(SpanBase *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->tracer);
+    Py_VISIT(self->name);
+    Py_VISIT(self->fields);
+    Py_VISIT(self->parent);
+    Py_VISIT(self->thread);
+    Py_VISIT(self->threads);
+    Py_VISIT(self->clock);
+    Py_VISIT(self->emit);
+    return 0;
+}
+
+static int
+spanbase_clear(SpanBase *self)
+{
+    Py_CLEAR(self->tracer);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->fields);
+    Py_CLEAR(self->parent);
+    Py_CLEAR(self->thread);
+    Py_CLEAR(self->threads);
+    Py_CLEAR(self->clock);
+    Py_CLEAR(self->emit);
+    return 0;
+}
+
+static void
+spanbase_dealloc(SpanBase *self)
+{
+    PyObject_GC_UnTrack(self);
+    spanbase_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef spanbase_methods[] = {
+    {"__enter__", (PyCFunction)spanbase_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))spanbase_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef spanbase_getset[] = {
+    {"_tracer", (getter)spanbase_get_tracer, NULL, NULL, NULL},
+    {"_name", (getter)spanbase_get_name, NULL, NULL, NULL},
+    {"_fields", (getter)spanbase_get_fields, NULL, NULL, NULL},
+    {"_parent", (getter)spanbase_get_parent, NULL, NULL, NULL},
+    {"_start", (getter)spanbase_get_start, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SpanBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "runlines._speedups.SpanBase",
+    .tp_basicsize = sizeof(SpanBase),
+    .tp_dealloc = (destructor)spanbase_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .tp_doc = PyDoc_STR("__enter__ and __exit__ of spans.Span, in C"),
+    .tp_traverse = (traverseproc)spanbase_traverse,
+    .tp_clear = (inquiry)spanbase_clear,
+    .tp_methods = spanbase_methods,
+    .tp_getset = spanbase_getset,
+    .tp_init = (initproc)spanbase_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* ---- The span factory: Run.span for a span without fields ----------------------------- */
+
+static PyObject *
+writer_set_spans(Writer *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"span_type", "tracer", "slow", NULL};
+    PyObject *span_type, *tracer, *slow;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO:set_spans", kwlist, &PyType_Type,
+                                     &span_type, &tracer, &slow)) {
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)span_type, &SpanBaseType)) {
+        PyErr_SetString(PyExc_TypeError, "span_type must be a subclass of SpanBase");
+        return NULL;
+    }
+    PyObject *threads = PyObject_GetAttr(tracer, str__threads);
+    PyObject *clock = threads ? PyObject_GetAttr(tracer, str__clock) : NULL;
+    PyObject *emit = clock ? PyObject_GetAttr(tracer, str__emit) : NULL;
+    if (emit == NULL) {
+        Py_XDECREF(threads);
+        Py_XDECREF(clock);
+        return NULL;
+    }
+    Py_XSETREF(self->span_type, (PyTypeObject *)Py_NewRef(span_type));
+    Py_XSETREF(self->tracer, Py_NewRef(tracer));
+    Py_XSETREF(self->span_factory_slow, Py_NewRef(slow));
+    Py_XSETREF(self->tracer_threads, threads);
+    Py_XSETREF(self->tracer_clock, clock);
+    Py_XSETREF(self->tracer_emit, emit);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+writer_span(Writer *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (self->span_type == NULL || nargs != 1 || (kwnames && PyTuple_GET_SIZE(kwnames)) ||
+        !PyUnicode_CheckExact(args[0]) || PyUnicode_GET_LENGTH(args[0]) == 0) {
+        if (self->span_factory_slow == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "runlines: span() before set_spans()");
+            return NULL;
+        }
+        return PyObject_Vectorcall(self->span_factory_slow, args, nargsf, kwnames);
+    }
+    SpanBase *span = (SpanBase *)self->span_type->tp_alloc(self->span_type, 0);
+    if (span == NULL) {
+        return NULL;
+    }
+    span->tracer = Py_NewRef(self->tracer);
+    span->name = Py_NewRef(args[0]);
+    span->fields = PyDict_New(); /* its own, as Span(tracer, name, {}) would have */
+    span->parent = Py_NewRef(Py_None);
+    span->threads = Py_NewRef(self->tracer_threads);
+    span->clock = Py_NewRef(self->tracer_clock);
+    span->emit = Py_NewRef(self->tracer_emit);
+    if (span->fields == NULL) {
+        Py_DECREF(span);
+        return NULL;
+    }
+    return (PyObject *)span;
+}
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "runlines._speedups",
+    .m_doc = "The fast path of Run.log for records of plain numbers (see run.py).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    str_now = PyUnicode_InternFromString("_now");
+    str_ts = PyUnicode_InternFromString("ts");
+    str_event = PyUnicode_InternFromString("event");
+    str_run = PyUnicode_InternFromString("run");
+    str_rank = PyUnicode_InternFromString("rank");
+    str_span = PyUnicode_InternFromString("span");
+    str_name = PyUnicode_InternFromString("name");
+    str_duration_s = PyUnicode_InternFromString("duration_s");
+    str_parent = PyUnicode_InternFromString("parent");
+    str_status = PyUnicode_InternFromString("status");
+    str_exc_type = PyUnicode_InternFromString("exc_type");
+    if (!str_now || !str_ts || !str_event || !str_run || !str_rank || !str_span || !str_name ||
+        !str_duration_s || !str_parent || !str_status || !str_exc_type) {
+        return NULL;
+    }
+    if (PyType_Ready(&WriterType) < 0 || PyType_Ready(&SpanBaseType) < 0) {
+        return NULL;
+    }
+    time_module = PyImport_ImportModule("time");
+    str_perf_counter = PyUnicode_InternFromString("perf_counter");
+    str__threads = PyUnicode_InternFromString("_threads");
+    str__thread = PyUnicode_InternFromString("_thread");
+    str__clock = PyUnicode_InternFromString("_clock");
+    str__emit = PyUnicode_InternFromString("_emit");
+    str__name = PyUnicode_InternFromString("_name");
+    str_ok = PyUnicode_InternFromString("ok");
+    str_failed = PyUnicode_InternFromString("failed");
+    str_interrupted = PyUnicode_InternFromString("interrupted");
+    str___name__ = PyUnicode_InternFromString("__name__");
+    int_one = PyLong_FromLong(1);
+    if (!time_module || !str_perf_counter || !str__threads || !str__thread || !str__clock ||
+        !str__emit || !str__name || !str_ok || !str_failed ||
+        !str_interrupted || !str___name__ || !int_one) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&speedups_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&WriterType);
+    if (PyModule_AddObject(module, "Writer", (PyObject *)&WriterType) < 0) {
+        Py_DECREF(&WriterType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(&SpanBaseType);
+    if (PyModule_AddObject(module, "SpanBase", (PyObject *)&SpanBaseType) < 0) {
+        Py_DECREF(&SpanBaseType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,66 @@
+"""Types of the C fast paths in _speedups.c (see there for what each does)."""
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+class Writer:
+    enabled: bool
+    hits: int
+    __wrapped__: Callable[..., None]
+    def __init__(
+        self,
+        *,
+        slow: Callable[..., None],
+        failed: Callable[[int, bytes, int, OSError | None], None],
+        span_slow: Callable[..., None],
+        span_names: dict[str, str],
+        plans: dict[tuple[Any, ...], Any],
+        globals: dict[str, Any],
+        dumps: Callable[..., bytes],
+        default: Callable[[Any], Any],
+        option: int,
+        name: str,
+        rank: int | None,
+    ) -> None: ...
+    def __call__(self, event: str, /, **fields: Any) -> None: ...
+    def configure(
+        self,
+        *,
+        enabled: bool,
+        fds: tuple[int, ...] | None,
+        flush: Callable[[], object] | None,
+        next_check: float,
+        samplers: dict[str, Any],
+    ) -> None: ...
+    def forget(self) -> None: ...
+    def write_record(self, record: dict[str, Any], /) -> None: ...
+    def write_span(
+        self,
+        name: str,
+        duration_s: float,
+        parent: str | None,
+        status: str,
+        exc_type: str | None,
+        fields: dict[str, object],
+        /,
+    ) -> None: ...
+    def set_spans(
+        self, *, span_type: type[SpanBase], tracer: Any, slow: Callable[..., Any]
+    ) -> None: ...
+    def span(self, name: str, /, **fields: Any) -> Any: ...
+
+class SpanBase:
+    _tracer: Any
+    _name: str
+    _fields: dict[str, object]
+    _parent: str | None
+    _start: float | None
+    def __init__(self, tracer: Any, name: str, fields: dict[str, object]) -> None: ...
+    def __enter__(self) -> Any: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...

@@ -1,0 +1,62 @@
+"""`import runlines` stays light: what a run needs is imported when the first Run opens.
+
+Each test starts a fresh interpreter, since this one has imported everything already. The
+budget (at most 30 ms over `python -c pass`) is timed by tests/benchmarks/bench_import.py;
+these tests catch the usual way it is lost: one eager import of a heavy module.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+# Each costs milliseconds to import, directly or through what it imports (orjson loads
+# dataclasses, inspect, uuid and json), and none is needed before a Run opens.
+DEFERRED = (
+    *("orjson", "filelock", "numpy", "pandas", "pyarrow", "torch", "matplotlib"),
+    *("dataclasses", "inspect", "pathlib", "traceback", "uuid", "json", "datetime", "signal"),
+    *("mmap", "subprocess", "platform", "socket", "secrets", "logging", "hashlib", "base64"),
+    *("runlines.encoding", "runlines.fields", "runlines.capture", "runlines.artifacts"),
+    *("runlines.reading", "runlines.sql"),
+)
+
+
+def _run(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_import_runlines_defers_heavy_modules() -> None:
+    code = (
+        "import sys; before = set(sys.modules); from runlines import Run; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+
+    loaded = set(_run(code).split())
+
+    assert "runlines.run" in loaded  # the check sees what runlines imports
+    assert sorted(loaded.intersection(DEFERRED)) == []
+
+
+def test_import_runlines_compiles_no_secret_shapes() -> None:
+    code = "import runlines.redaction as r; print(r._secret_shapes.cache_info().currsize)"
+
+    assert _run(code) == "0"
+
+
+def test_a_run_opened_in_a_fresh_process_writes_its_records(tmp_path: Path) -> None:
+    """The names bound when the first Run opens are there for its first records."""
+    code = (
+        "import runlines\n"
+        f"with runlines.Run('a', {str(tmp_path)!r}, stdout=False) as run:\n"
+        "    run.log('step', loss=0.5, note=None)\n"
+        "    with run.span('eval'):\n"
+        "        pass\n"
+    )
+
+    _run(code)
+
+    lines = (tmp_path / "a.jsonl").read_text().splitlines()
+    assert [json.loads(line)["event"] for line in lines] == ["run_start", "step", "span", "run_end"]

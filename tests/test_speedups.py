@@ -1,0 +1,329 @@
+"""The C fast paths (`_speedups.c`): built, taken for plain records, and never different.
+
+Every record the fast path writes must be byte for byte what the pure-Python log() writes, and
+every call it cannot take must reach the Python log() unchanged: the tests compare the two
+paths side by side, under frozen time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from freezegun import freeze_time
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import runlines.run
+from runlines import FieldError, Run, RunStateError
+from runlines._speedups import SpanBase, Writer  # the build must have made the extension
+from runlines.spans import Span
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def lines_of(path: Path, event: str) -> list[bytes]:
+    """The raw lines of *event* records, in order."""
+    tag = b'"event":"' + event.encode() + b'"'
+    return [line for line in path.read_bytes().splitlines() if tag in line]
+
+
+def records(path: Path, event: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in lines_of(path, event)]
+
+
+def open_run(directory: Path, *, pure: bool, name: str = "r", **kw: Any) -> Run:
+    """A run on the C fast path, or on the pure-Python one (as without a C compiler)."""
+    if not pure:
+        return Run(name, directory, stdout=False, **kw)
+    saved = runlines.run._Writer
+    runlines.run._Writer = None
+    try:
+        return Run(name, directory, stdout=False, **kw)
+    finally:
+        runlines.run._Writer = saved
+
+
+class TestTaken:
+    def test_log_and_span_of_a_run_are_the_c_fast_paths(self, run_dir: Path) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            assert isinstance(run.log, Writer)
+            assert isinstance(run.span("eval"), SpanBase)
+            assert isinstance(run.span("eval"), Span)
+
+    def test_plain_records_after_the_first_of_their_key_set_take_the_fast_path(
+        self, run_dir: Path
+    ) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            run.log("train_step", step=0, loss=0.5, done=False)  # plans the key set
+            before = run._writer.hits
+            for step in range(1, 101):
+                run.log("train_step", step=step, loss=0.5 / step, done=step == 100)
+            assert run._writer.hits - before == 100
+        assert [r["step"] for r in records(run.path, "train_step")] == list(range(101))
+
+    def test_without_the_extension_log_is_the_python_method(self, run_dir: Path) -> None:
+        with open_run(run_dir, pure=True) as run:
+            assert run._writer is None
+            assert run.log.__func__ is Run.log  # type: ignore[attr-defined]
+            run.log("step", seq=1)
+            run.log("step", seq=2)
+        assert [r["seq"] for r in records(run.path, "step")] == [1, 2]
+
+    def test_a_subclass_that_overrides_log_keeps_its_own(self, run_dir: Path) -> None:
+        seen: list[str] = []
+
+        class Tagged(Run):
+            def log(self, event: str, /, **fields: Any) -> None:
+                seen.append(event)
+                super().log(event, tagged=True, **fields)
+
+        with Tagged("r", run_dir, stdout=False) as run:
+            run.log("step", seq=1)
+            run.log("step", seq=2)
+        assert seen == ["step", "step"]
+        assert [r["tagged"] for r in records(run.path, "step")] == [True, True]
+
+    def test_run_subprocess_with_no_speedups_env_runs_pure_python(self, tmp_path: Path) -> None:
+        code = (
+            "import runlines.run, runlines.spans, sys;"
+            "print(runlines.run._Writer, runlines.spans.Span.__mro__[1].__name__)"
+        )
+        env = {**os.environ, "RUNLINES_NO_SPEEDUPS": "1"}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert done.stdout.split() == ["None", "_PySpanBase"]
+
+
+_NAMES = st.sampled_from(["step", "epoch", "loss", "lr", "grad_norm", "tokens", "x", "y"])
+_PLAIN = st.one_of(
+    st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+)
+
+
+class TestSameBytes:
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(rows=st.lists(st.dictionaries(_NAMES, _PLAIN, min_size=1, max_size=5), min_size=1))
+    def test_plain_records_are_written_byte_for_byte_as_python_writes_them(
+        self, tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, Any]]
+    ) -> None:
+        base = tmp_path_factory.mktemp("same")
+        said = []
+        for pure in (False, True):
+            with warnings.catch_warnings(record=True) as caught, freeze_time("2026-11-30 01:02"):
+                warnings.simplefilter("always")  # type drift between rows warns on both paths
+                with open_run(base / ("pure" if pure else "c"), pure=pure) as run:
+                    for row in rows * 2:  # the second round repeats every key set: fast
+                        run.log("rec", **row)
+            said.append([str(w.message) for w in caught])
+        fast, slow = base / "c" / "r.jsonl", base / "pure" / "r.jsonl"
+        assert lines_of(fast, "rec") == lines_of(slow, "rec")
+        assert said[0] == said[1]
+
+    def test_spans_are_written_byte_for_byte_as_python_writes_them(self, run_dir: Path) -> None:
+        def work(run: Run) -> None:
+            for _ in range(3):
+                with run.span("epoch"), run.span("eval"):
+                    pass
+            with pytest.raises(KeyError), run.span("step"):
+                raise KeyError("x")
+
+        with freeze_time("2026-11-30 01:02:03"):
+            for pure in (False, True):
+                with open_run(run_dir / str(pure), pure=pure) as run:
+                    work(run)
+        fast, slow = run_dir / "False" / "r.jsonl", run_dir / "True" / "r.jsonl"
+        assert lines_of(fast, "span") == lines_of(slow, "span")
+        assert [(r["name"], r.get("parent"), r["status"]) for r in records(fast, "span")][-3:] == [
+            ("eval", "epoch", "ok"),
+            ("epoch", None, "ok"),
+            ("step", None, "failed"),
+        ]
+
+    def test_the_run_end_span_summary_counts_fast_spans(self, run_dir: Path) -> None:
+        with freeze_time("2026-11-30 01:02:03") as frozen, Run("r", run_dir, stdout=False) as run:
+            for _ in range(4):
+                with run.span("eval"):
+                    frozen.tick(0.5)
+        (end,) = records(run.path, "run_end")
+        assert end["spans"]["eval"] == {"count": 4, "total_s": 2.0, "mean_s": 0.5, "max_s": 0.5}
+
+
+def both_paths(run_dir: Path, scenario: Any) -> tuple[list[bytes], list[str]]:
+    """Run *scenario(run)* on the C path and on the pure-Python path under frozen time; check
+    they wrote the same lines and warned the same; return the lines and the warnings."""
+    seen = []
+    for pure in (False, True):
+        with warnings.catch_warnings(record=True) as said, freeze_time("2026-11-30 01:00:00"):
+            warnings.simplefilter("always")
+            run = open_run(run_dir / ("pure" if pure else "c"), pure=pure)
+            try:
+                scenario(run)
+            finally:
+                run.close()
+        lines = [
+            line for line in run.path.read_bytes().splitlines() if b'"event":"run_' not in line
+        ]
+        seen.append((lines, [str(w.message) for w in said]))
+    assert seen[0] == seen[1]
+    return seen[0]
+
+
+class TestDeclined:
+    """What the fast path hands to Python: the same lines and warnings as pure Python."""
+
+    def test_a_secret_key_name_is_redacted_even_for_a_number(self, run_dir: Path) -> None:
+        def scenario(run: Run) -> None:
+            for _ in range(3):
+                run.log("auth", api_key=123456789, step=1)
+
+        lines, _ = both_paths(run_dir, scenario)
+        assert all(b"123456789" not in line for line in lines)
+
+    def test_a_string_where_numbers_were_is_redacted_and_warned(self, run_dir: Path) -> None:
+        def scenario(run: Run) -> None:
+            run.log("step", loss=0.5)
+            run.log("step", loss=0.25)
+            run.log("step", loss="token ghp_" + "a" * 36)
+
+        lines, said = both_paths(run_dir, scenario)
+        assert all(b"ghp_" not in line for line in lines)
+        assert any("changed type" in message for message in said)
+
+    @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, None, 2**70, -(2**64)])
+    def test_values_orjson_cannot_write_plainly_take_the_careful_path(
+        self, run_dir: Path, value: Any
+    ) -> None:
+        def scenario(run: Run) -> None:
+            for loss in (0.5, 0.25, value, 0.125):
+                run.log("step", loss=loss if isinstance(value, float | None) else 1, n=value)
+
+        lines, _ = both_paths(run_dir, scenario)
+        assert len(lines) == 4
+
+    def test_an_event_name_orjson_cannot_write_is_written_safely(self, run_dir: Path) -> None:
+        def scenario(run: Run) -> None:  # a lone surrogate, as a broken decode may leave one
+            for seq in range(3):
+                run.log("bad\ud800", seq=seq)
+
+        lines, _ = both_paths(run_dir, scenario)
+        assert [json.loads(line)["seq"] for line in lines] == [0, 1, 2]
+
+    def test_a_sampled_event_is_sampled(self, run_dir: Path) -> None:
+        def scenario(run: Run) -> None:
+            run.log("step", seq=0)
+            run.log("step", seq=1)
+            run.sample("step", every=10)
+            for seq in range(2, 102):
+                run.log("step", seq=seq)
+
+        lines, _ = both_paths(run_dir, scenario)
+        sampled = [json.loads(line) for line in lines[2:]]
+        assert sum(r["n"] for r in sampled) == 100
+
+    def test_a_closed_run_refuses_through_the_fast_path(self, run_dir: Path) -> None:
+        run = Run("r", run_dir, stdout=False)
+        run.log("step", seq=0)
+        log = run.log
+        run.close()
+        with pytest.raises(RunStateError, match="after it closed"):
+            log("step", seq=1)
+
+    def test_wrong_call_shapes_raise_as_the_method_would(self, run_dir: Path) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            run.log("step", seq=0)
+            with pytest.raises(TypeError):
+                run.log()  # type: ignore[call-arg]
+            with pytest.raises(TypeError):
+                run.log("step", 1)  # type: ignore[call-arg]
+            with pytest.raises(TypeError):
+                run.log(event="step", seq=1)  # type: ignore[call-arg]
+            with pytest.raises(TypeError, match="event name must be a str"):
+                run.log(3, seq=1)  # type: ignore[arg-type]
+            with pytest.raises(FieldError, match="reserved"):
+                run.log("step", ts=1)
+            run.log("bare")
+        assert records(run.path, "bare")[0]["event"] == "bare"
+
+    def test_keys_from_a_dict_of_any_shape_are_written_right(self, run_dir: Path) -> None:
+        def scenario(run: Run) -> None:
+            for seq in range(50):
+                row = {"a": seq, "b": seq / 2} if seq % 2 else {"b": seq / 2, "a": seq}
+                run.log("step", **row)
+
+        lines, _ = both_paths(run_dir, scenario)
+        got = [list(json.loads(line))[3:] for line in lines]
+        assert got == [["b", "a"] if seq % 2 == 0 else ["a", "b"] for seq in range(50)]
+
+    def test_frozen_time_stamps_fast_records_and_the_file_check_still_runs(
+        self, run_dir: Path
+    ) -> None:
+        with freeze_time("2026-11-30 00:00:00") as frozen, Run("r", run_dir, stdout=False) as run:
+            run.log("step", seq=0)
+            run.log("step", seq=1)
+            run.path.unlink()  # a cleanup job deletes the log
+            frozen.tick(2.0)
+            run.log("step", seq=2)  # the once-a-second check re-creates the file
+        got = records(run.path, "step")
+        assert [r["seq"] for r in got] == [0, 1, 2]
+        start = datetime(2026, 11, 30, tzinfo=timezone.utc).timestamp()
+        assert (got[1]["ts"], got[2]["ts"]) == (start, start + 2.0)
+
+
+class TestFailures:
+    def test_a_disk_that_fails_after_the_plan_drops_and_warns_once(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        run_dir.mkdir(parents=True)
+        (run_dir / "r.jsonl").symlink_to("/dev/full")  # ENOSPC on every write(2)
+        with Run("r", run_dir, stdout=False) as run:
+            for seq in range(100):
+                run.log("step", seq=seq)
+            dropped = run.dropped
+        assert dropped == 101  # run_start and every record
+        assert capsys.readouterr().err.count("runlines: warning:") == 1
+
+
+class TestReferences:
+    def test_the_fast_paths_leak_no_reference(self, run_dir: Path) -> None:
+        loss, name, event = 0.123456, "eval-block", "train_step"
+        with Run("r", run_dir, stdout=False) as run:
+            for _ in range(2):  # the second call caches the plan, which holds the event
+                run.log(event, loss=loss)
+                with run.span(name):
+                    pass
+            counts = sys.getrefcount(loss), sys.getrefcount(name), sys.getrefcount(event)
+            for _ in range(1000):
+                run.log(event, loss=loss)
+                with run.span(name):
+                    pass
+            assert (sys.getrefcount(loss), sys.getrefcount(name), sys.getrefcount(event)) == counts
+
+
+def test_the_core_tests_pass_on_the_pure_python_path_too() -> None:
+    """The suites of log(), spans and sampling again, as runlines runs without a C compiler."""
+    env = {**os.environ, "RUNLINES_NO_SPEEDUPS": "1"}
+    suites = ["tests/test_run.py", "tests/test_spans.py", "tests/test_sampling.py"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout
