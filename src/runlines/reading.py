@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import json
+import math
 import os
 import re
 import sys
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     _Ints = npt.NDArray[np.int64]
+    _Bytes = npt.NDArray[np.uint8]
     _Bools = npt.NDArray[np.bool_]
 
 __all__ = [
@@ -125,13 +127,29 @@ def _logs_of(source: Path) -> list[LogFile]:
 def decode_line(raw: bytes) -> dict[str, Any]:
     """Return the record on one line, non-finite floats restored.
 
+    Integers stay exact at any size. A line that orjson refuses but Python's json module reads
+    (the NaN and Infinity that `json.dumps` writes, a number beyond a double, which reads as
+    an infinity) is read that way.
+
     Raises:
         ValueError: the line is not one complete JSON object.
     """
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as err:
-        value = _decode_nan_literals(raw, err)
+        # only where orjson's refusal is about numbers: json would also take lone surrogates
+        if "infinity" not in str(err) and b"NaN" not in raw and b"Infinity" not in raw:
+            raise
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise err from None
+    else:
+        if _LONG_INT.search(raw) is not None:  # orjson reads an int beyond 64 bits as a float
+            try:
+                value = json.loads(raw)
+            except (ValueError, RecursionError):  # nested deeper than json's recursion limit
+                pass
     if not isinstance(value, dict):
         kind = "array" if isinstance(value, list) else type(value).__name__
         msg = f"a JSON {kind}, not an object"
@@ -139,14 +157,8 @@ def decode_line(raw: bytes) -> dict[str, Any]:
     return restore_nonfinite(value)
 
 
-def _decode_nan_literals(raw: bytes, err: orjson.JSONDecodeError) -> Any:
-    """Accept the NaN and Infinity that `json.dumps` writes (logs from the seed's helper)."""
-    if b"NaN" not in raw and b"Infinity" not in raw:
-        raise err
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        raise err from None
+# A JSON number that may not fit 64 bits: a minus sign and 19 digits, or 20 digits
+_LONG_INT: Final = re.compile(rb"[:\[,]\s*(?:-\d{19}|\d{20})")
 
 
 def skipped_lines_message(path: str | os.PathLike[str], lines: Sequence[int]) -> str:
@@ -271,6 +283,9 @@ class _Piece:
     rows: list[int]
     records: list[dict[str, Any]]
     patches: dict[str, tuple[list[int], list[Any]]] = field(default_factory=dict)
+    # with an event filter: per field, the rows pyarrow read that hold it as null (the column
+    # cannot tell a null from a missing field), so that a field logged as None is kept
+    nulls: dict[str, _Ints] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for row, record in zip(self.rows, self.records, strict=True):
@@ -332,19 +347,20 @@ def _event_keys(data: Any, starts: _Ints) -> npt.NDArray[np.uint64]:
 
     keys = np.zeros(len(starts), dtype=np.uint64)
     size = len(data)
-    if size < _KEY_WINDOW + 16:
+    if size < _KEY_WINDOW + 32:
         return keys
+    # rows of bytes from each offset: gathering whole rows is several times faster than
+    # gathering unaligned 8-byte words one by one
     heads = np.lib.stride_tricks.sliding_window_view(data, _KEY_WINDOW)
-    # every 8 bytes from each offset, read as one number (an unaligned, overlapping view)
-    words = np.ndarray((size - 7,), dtype="<u8", buffer=data, strides=(1,))
-    fits = starts + _KEY_WINDOW + 16 <= size
-    for first in range(0, len(starts), _KEY_BATCH):
-        batch = starts[first : first + _KEY_BATCH]
-        ok = fits[first : first + _KEY_BATCH]
+    names = np.lib.stride_tricks.sliding_window_view(data, 16)
+    fits = np.flatnonzero(starts + _KEY_WINDOW + 32 <= size)  # name and its 16 bytes inside
+    for first in range(0, len(fits), _KEY_BATCH):
+        rows = fits[first : first + _KEY_BATCH]
+        batch = starts[rows]
         # `{"ts":` is 6 bytes; the event name starts 10 bytes after the comma that ends ts
-        name = batch[ok] + np.argmax(heads[batch[ok] + 6] == ord(","), axis=1) + 16
-        mixed = words[name] ^ (words[name + 8] * np.uint64(0x9E3779B97F4A7C15))
-        keys[first : first + _KEY_BATCH][ok] = mixed
+        name = batch + np.argmax(heads[batch + 6] == ord(","), axis=1) + 16
+        words = names[name].view("<u8")  # two 8-byte numbers per line
+        keys[rows] = words[:, 0] ^ (words[:, 1] * np.uint64(0x9E3779B97F4A7C15))
     return keys
 
 
@@ -378,18 +394,16 @@ class _FileReader:
     at all. The records Python parsed and the bad lines are kept here for all buckets.
     """
 
-    def __init__(self, log: LogFile, data: bytearray, events: Collection[str] | None) -> None:
-        import numpy as np
-
+    def __init__(self, log: LogFile, data: _Bytes, events: Collection[str] | None) -> None:
         self.log = log
         self.events = None if events is None else {*events, "run_start"}  # attempts need these
         self.records: dict[int, dict[str, Any]] = {}
         self.bad: list[tuple[int, str]] = []
         self.skipped: set[str] = set()
         self.string_columns: set[str] = set()
-        if data.startswith(b"\xef\xbb\xbf"):
-            data[:3] = b"   "  # a byte-order mark some editors add
-        self.main = _Lines(self, data, *_line_bounds(np.frombuffer(data, dtype=np.uint8)), None)
+        if bytes(data[:3]) == b"\xef\xbb\xbf":
+            data[:3] = 32  # a byte-order mark some editors add: spaces
+        self.main = _Lines(self, data, *_line_bounds(data), None)
 
     def read(self) -> _ParsedLog:
         """Return the log's records as Arrow tables with Python patches, and its bad lines."""
@@ -436,14 +450,13 @@ class _Lines:
     """
 
     def __init__(
-        self, owner: _FileReader, data: bytearray, starts: _Ints, ends: _Ints, ids: _Ints | None
+        self, owner: _FileReader, data: _Bytes, starts: _Ints, ends: _Ints, ids: _Ints | None
     ) -> None:
         import numpy as np
 
         self.owner = owner
-        self.data = data
-        self.view = memoryview(data)
-        self.bytes = np.frombuffer(data, dtype=np.uint8)
+        self.bytes = data
+        self.view = memoryview(data)  # type: ignore[arg-type]
         self.starts, self.ends = starts, ends
         self.ids = ids  # each line's number in the log, when this buffer holds a bucket
         self.is_row = np.full(len(starts), ids is not None, dtype=bool)
@@ -462,7 +475,8 @@ class _Lines:
         long_lines = np.flatnonzero(ok & (self.ends - self.starts > 2 * _MAX_NESTING))
         for line in long_lines.tolist():
             start, end = int(self.starts[line]), int(self.ends[line])
-            if self.data.count(b"[", start, end) + self.data.count(b"{", start, end) > _MAX_NESTING:
+            text = self.view[start:end]
+            if bytes(text).count(b"[") + bytes(text).count(b"{") > _MAX_NESTING:
                 ok[line] = False  # brackets, counted in strings too: deep at most, not surely
         self.is_row[:] = ok
         for line in np.flatnonzero(~ok).tolist():
@@ -486,12 +500,19 @@ class _Lines:
     def gather(self, lines: _Ints) -> _Lines:
         """Move *lines* into a buffer of their own, leaving spaces in this one."""
         import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
 
-        starts, ends = self.starts[lines], self.ends[lines]
-        parts = [self.view[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
-        data = bytearray(b"\n".join(parts) + b"\n")
-        lengths = ends - starts
-        new_starts = (np.cumsum(lengths + 1) - (lengths + 1)).astype(np.int64)
+        # Each line with its newline is one value of a binary array over the buffer (every line
+        # ends in a newline, see _read_bytes): one take() copies them all, in C.
+        bounds = np.append(self.starts, len(self.bytes)).astype(np.int64)
+        buffers = [None, pa.py_buffer(bounds), pa.py_buffer(self.bytes)]
+        every = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(self.starts), buffers)
+        taken = pc.take(every, pa.array(lines, type=pa.int64()), memory_pool=_memory_pool())
+        offsets = np.frombuffer(taken.buffers()[1], dtype=np.int64)[: len(lines) + 1]
+        data = np.frombuffer(taken.buffers()[2], dtype=np.uint8)[: int(offsets[-1])]  # writable
+        new_starts = offsets[:-1]
+        lengths = self.ends[lines] - self.starts[lines]
         ids = lines if self.ids is None else self.ids[lines]
         moved = _Lines(self.owner, data, new_starts, new_starts + lengths, ids)
         moved.in_python[:] = self.in_python[lines]
@@ -527,7 +548,7 @@ class _Lines:
         """Return this buffer's records, one piece per block that pyarrow read."""
         import numpy as np
 
-        cuts = np.searchsorted(self.starts, np.arange(_BLOCK_BYTES, len(self.data), _BLOCK_BYTES))
+        cuts = np.searchsorted(self.starts, np.arange(_BLOCK_BYTES, len(self.bytes), _BLOCK_BYTES))
         bounds = np.unique(np.concatenate(([0], cuts, [len(self.starts)]))).tolist()
         return [p for i0, i1 in itertools.pairwise(bounds) for p in self._read_range(i0, i1)]
 
@@ -569,7 +590,7 @@ class _Lines:
         import pyarrow as pa
         import pyarrow.json as pj
 
-        start, end = int(self.starts[i0]), min(int(self.ends[i1 - 1]) + 1, len(self.data))
+        start, end = int(self.starts[i0]), min(int(self.ends[i1 - 1]) + 1, len(self.bytes))
         longest = int((self.ends[i0:i1] - self.starts[i0:i1]).max())
         block_size = max(_ARROW_BLOCK, 1 << (longest + 2).bit_length())
         strings = sorted(self.owner.string_columns)
@@ -612,12 +633,12 @@ class _Lines:
         return int(self.starts[i0]), int(self.ends[i1 - 1])
 
     def _count(self, pattern: re.Pattern[bytes], i0: int, i1: int) -> int:
-        return sum(1 for _ in pattern.finditer(self.data, *self._span(i0, i1)))
+        return sum(1 for _ in pattern.finditer(self.view, *self._span(i0, i1)))
 
     def _apply_route(self, pattern: re.Pattern[bytes], i0: int, i1: int) -> int:
         import numpy as np
 
-        hits = [m.start() for m in pattern.finditer(self.data, *self._span(i0, i1))]
+        hits = [m.start() for m in pattern.finditer(self.view, *self._span(i0, i1))]
         lines = np.unique(np.searchsorted(self.starts, hits, side="right") - 1)
         lines = lines[self.is_row[lines] & ~self.in_python[lines]]
         for line in lines.tolist():
@@ -630,9 +651,67 @@ class _Lines:
 
         lines = np.flatnonzero(self.is_row[i0:i1]) + i0
         rows = np.union1d(_nested_rows(table), np.flatnonzero(self.in_python[lines]))
-        records = [self._record(int(lines[row]), table, int(row)) for row in rows]
+        big = self._big_int_rows(table, lines)
+        rows = np.union1d(rows, np.concatenate([np.zeros(0, np.int64), *big.values()]))
+        # pyarrow's values of the plain columns stand: a row it read needs only its nested
+        # values and the non-finite floats (null in pyarrow) from Python
+        plain = {f.name for f in table.schema if _arrow_kind(f.type) is not None} - set(big)
+        records = []
+        for row in rows.tolist():
+            line = int(lines[row])
+            record = self._record(line, table, row)
+            if plain and not self.in_python[line]:
+                record = {k: v for k, v in record.items() if k not in plain or _is_nonfinite(v)}
+            records.append(record)
         ids = lines if self.ids is None else self.ids[lines]
-        return _Piece(table, ids, rows.tolist(), records)
+        piece = _Piece(table, ids, rows.tolist(), records)
+        if self.owner.events is not None:
+            self._find_nulls(piece, lines)
+        return piece
+
+    def _big_int_rows(self, table: Any, lines: _Ints) -> dict[str, _Ints]:
+        """Return, per float column that holds an int beyond int64, its rows with a value.
+
+        pyarrow reads such an int as a float, and the other ints of its column and block too;
+        Python reads those rows again, exactly. A float that large is searched for a long run
+        of digits in its line first, so that big floats (1e20) cost only that search.
+        """
+        import numpy as np
+        import pyarrow.compute as pc
+
+        found: dict[str, _Ints] = {}
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            if _arrow_kind(column.type) != "float" or column.null_count == len(column):
+                continue
+            extremes = pc.min_max(column).as_py()
+            if max(abs(extremes["min"]), abs(extremes["max"])) < 2.0**63:
+                continue
+            values = column.to_numpy()
+            with np.errstate(invalid="ignore"):
+                suspects = np.flatnonzero(np.abs(values) >= 2.0**63).tolist()
+            spans = ((int(self.starts[lines[r]]), int(self.ends[lines[r]])) for r in suspects)
+            if any(_LONG_INT.search(bytes(self.view[a:b])) for a, b in spans):
+                found[name] = np.flatnonzero(~np.isnan(values))
+        return found
+
+    def _find_nulls(self, piece: _Piece, lines: _Ints) -> None:
+        """Note the rows of *piece* whose line holds a field as null, for the fields it lacks.
+
+        Only the columns with more nulls than Python values are searched, in their lines' bytes.
+        """
+        import numpy as np
+
+        if not len(lines):
+            return
+        span = int(self.starts[lines[0]]), int(self.ends[lines[-1]])
+        for name, column in zip(piece.table.column_names, piece.table.columns, strict=True):
+            if column.null_count <= len(piece.patches.get(name, ((), ()))[0]):
+                continue
+            key = re.escape(orjson.dumps(name)) + rb"\s*:\s*null"
+            hits = [m.start() for m in re.compile(key).finditer(self.view, *span)]
+            if hits:
+                at = np.searchsorted(self.starts[lines], hits, side="right") - 1
+                piece.nulls[name] = np.unique(at)
 
     def _record(self, line: int, table: Any, row: int) -> dict[str, Any]:
         if self.in_python[line]:
@@ -643,6 +722,10 @@ class _Lines:
         except ValueError:  # pyarrow took a line that orjson refuses: keep pyarrow's values
             record: dict[str, Any] = table.slice(row, 1).to_pylist()[0]
             return restore_nonfinite(record)
+
+
+def _is_nonfinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _memory_pool() -> Any:
@@ -686,13 +769,21 @@ def _read_log(log: LogFile, errors: Errors, events: Collection[str] | None = Non
     return parsed
 
 
-def _read_bytes(path: Path) -> bytearray:
+def _read_bytes(path: Path) -> _Bytes:
+    """Return the bytes of *path*, a newline added when its last line has none.
+
+    numpy's empty buffer skips the zero-filling a bytearray of that size costs.
+    """
+    import numpy as np
+
     with _open_log(path) as stream:
         size = path.stat().st_size
-        data = bytearray(size)
-        count = stream.readinto(data)
-    del data[count:]  # the file shrank while we read it
-    return data
+        data = np.empty(size + 1, dtype=np.uint8)
+        count = stream.readinto(memoryview(data)[:size])  # type: ignore[arg-type]
+    if count == 0 or data[count - 1] == 10:
+        return data[:count]
+    data[count] = 10
+    return data[: count + 1]
 
 
 # --- columns over several parsed logs --------------------------------------------------------
@@ -717,6 +808,8 @@ def _python_kind(value: Any) -> str | None:
     kind = type(value)
     if value is None:
         return None
+    if kind is int and not -(2**63) <= value < 2**63:
+        return "bigint"  # exact in an object column, not rounded into floats
     if kind in (bool, int, float, str):
         return kind.__name__
     return "other"
@@ -898,9 +991,10 @@ def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
     offset = 0
     for log in logs:
         lines = np.concatenate([p.lines for p in log.pieces]) if log.pieces else np.zeros(0, int)
-        rank = np.empty(len(lines), dtype=np.int64)
-        rank[np.argsort(lines, kind="stable")] = np.arange(len(lines))
-        target.append(rank + offset)
+        # each line's rank among the log's rows: a running count, no sort (lines are distinct)
+        present = np.zeros(int(lines.max()) + 1 if len(lines) else 0, dtype=np.int64)
+        present[lines] = 1
+        target.append((np.cumsum(present) - 1)[lines] + offset)
         offset += len(lines)
     where = np.concatenate(target) if target else np.zeros(0, np.int64)
     size = offset
@@ -1020,12 +1114,12 @@ def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
         steps = _as_floats(table.get("step"))
     for first, stop in _rows_per_log(logs):
         mine = (starts >= first) & (starts < stop)
-        which = np.searchsorted(starts[mine] - first, np.arange(stop - first), side="right") - 1
-        nums = np.array(attempt_numbers([n for n, m in zip(numbers, mine, strict=True) if m]))
-        attempt[first:stop] = nums[np.maximum(which, 0)] if len(nums) else 1
-        attempt[first:stop][which < 0] = 1
+        # the rows before the first run_start, then those from each run_start to the next
+        lengths = np.diff(np.concatenate(([0], starts[mine] - first, [stop - first])))
+        nums = attempt_numbers([n for n, m in zip(numbers, mine, strict=True) if m])
+        attempt[first:stop] = np.repeat([1, *nums], lengths)
         if steps is not None:
-            cutoff = np.array(step_cutoffs(resumes[mine].tolist()))[which + 1]
+            cutoff = np.repeat(step_cutoffs(resumes[mine].tolist()), lengths)
             superseded[first:stop] = steps[first:stop] > cutoff
     return attempt, superseded
 
@@ -1141,17 +1235,21 @@ def load(
     if names is None or columns is not None:
         return frame
     empty = [n for n in frame.columns if n not in _FIRST and frame[n].isna().all()]
-    logged_nan = _logged_as_nan(empty, logs)
-    return frame.drop(columns=[n for n in empty if n not in logged_nan])  # other events' fields
+    logged = _logged_fields(empty, table, table.matches("event", names))
+    return frame.drop(columns=[n for n in empty if n not in logged])  # other events' fields
 
 
-def _logged_as_nan(names: list[str], logs: list[_ParsedLog]) -> set[str]:
-    """Return which of *names* hold a NaN that was logged (restored from `_nonfinite`)."""
-    wanted = set(names)
+def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str]:
+    """Return which of *names* a record of the wanted events has, as None, NaN or anything.
+
+    *wanted* is, per output row, whether its event is wanted.
+    """
     found: set[str] = set()
-    for piece in (piece for log in logs for piece in log.pieces):
-        for name in wanted.intersection(piece.patches):
-            if any(isinstance(v, float) and v != v for v in piece.patches[name][1]):
+    for piece, positions in zip(table.pieces, table.full.positions, strict=True):
+        mine = wanted[positions]
+        for name in names:
+            rows = piece.patches.get(name, ([], []))[0]
+            if mine[rows].any() or mine[piece.nulls.get(name, [])].any():
                 found.add(name)
     return found
 
@@ -1197,7 +1295,8 @@ def _frame(
 
     def column(name: str) -> Any:
         if name == "attempt":
-            return attempt[keep]
+            derived = attempt[keep]
+            return _own_attempts(built(name), derived) if name in table.names else derived
         if name == "run":
             return _run_column(pd, built(name), logs, which_log)
         if name == "rank":
@@ -1205,6 +1304,29 @@ def _frame(
         return _series(pd, built(name), as_float=name == "ts")
 
     return pd.DataFrame(dict(zip(names, _in_threads(column, names), strict=True)), copy=False)
+
+
+def _own_attempts(own: Any, derived: _Ints) -> Any:
+    """Return the attempt of each row: the record's own `attempt` field where it has one.
+
+    Run writes `attempt` on run_start and run_end only, where it is the attempt; a record that
+    logs a field of that name keeps its value, so nothing is lost. Where every such value is an
+    integer the column stays int64; otherwise it holds Python objects.
+    """
+    import numpy as np
+
+    if isinstance(own, _Numbers) and own.values.dtype == np.int64:
+        return np.where(own.valid, own.values, derived)
+    if isinstance(own, _Numbers):
+        rows = np.flatnonzero(own.valid & ~np.isnan(own.values.astype(np.float64)))
+    elif isinstance(own, np.ndarray):
+        rows = np.flatnonzero(np.array([v is not None for v in own], dtype=bool))
+    else:
+        rows = np.flatnonzero(own.is_valid().to_numpy(zero_copy_only=False))
+    merged = derived.astype(object)
+    for row, value in zip(rows.tolist(), _values_at(own, rows), strict=True):
+        merged[row] = value
+    return merged
 
 
 def _series(pd: Any, column: Any, *, as_float: bool = False) -> Any:
@@ -1217,7 +1339,7 @@ def _series(pd: Any, column: Any, *, as_float: bool = False) -> Any:
     if isinstance(column, _Numbers):
         return _numbers_for_pandas(pd, column)
     if isinstance(column, np.ndarray):
-        return pd.Series(column, dtype=object)
+        return pd.Series(column, dtype=object, copy=False)
     if column.null_count and _arrow_kind(column.type) in ("int", "bool"):
         nullable = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
         return column.to_pandas(types_mapper=nullable.get)
