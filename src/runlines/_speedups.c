@@ -1,12 +1,13 @@
 /* The fast path of Run.log, for records whose values are all plain numbers.
  *
  * A Writer stands in for a Run's bound log() method. A call whose event and key set the Run
- * has already planned, and whose values are exactly the int, float (finite) and bool types
- * of that plan, is stamped, encoded with the same orjson call and options as run.py, and
- * written with one write(2) per descriptor, as run.py would write it, byte for byte. Every
- * other call (a first record, a string, None, NaN, a sampled event, a closed run, a failed
- * sink, a due check of the log file) goes to the Python log(), which decides everything.
- * This file adds no behaviour of its own: it only skips interpreter work on the common call.
+ * has already planned, whose plan is not careful (no key name to redact), and whose values
+ * are all exactly int, finite float or bool, is stamped, encoded with the same orjson call and
+ * options as run.py, and written with one write(2) per descriptor, as run.py would write it,
+ * byte for byte. Every other call (a first record, a string, None, NaN, a sampled event, a
+ * closed run, a failed sink, a due check of the log file) goes to the Python log(), which
+ * decides everything. SpanBase is the same for spans. This file adds no behaviour of its own:
+ * it only skips interpreter work on the common calls.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,7 +23,7 @@
 typedef struct {
     PyObject *event;   /* the event str of the call */
     PyObject *kwnames; /* the call site's tuple of field names */
-    PyObject *types;   /* the plan's value types, one per name */
+    int fast;          /* the plan lets plain values through; else always hand to Python */
 } Entry;
 
 typedef struct {
@@ -68,7 +69,7 @@ entry_clear(Entry *entry)
 {
     Py_CLEAR(entry->event);
     Py_CLEAR(entry->kwnames);
-    Py_CLEAR(entry->types);
+    entry->fast = 0;
 }
 
 static void
@@ -94,8 +95,10 @@ is_plain_type(PyObject *type)
            type == (PyObject *)&PyBool_Type;
 }
 
-/* Learn the plan of (event, kwnames) from the run's plans, if Python has made one that the
- * fast path may follow. Returns the cached entry, or NULL (no error set) to decline. */
+/* Learn the plan of (event, kwnames) from the run's plans, once Python has made one. Returns
+ * the cached entry (not fast when the plan is careful: key names to redact, or values that
+ * need the careful path), or NULL (no error set) when there is no plan yet. A plan that is not
+ * careful writes plain values without a look in Python too: no drift check, no redaction. */
 static Entry *
 learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
 {
@@ -121,25 +124,13 @@ learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
     if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 3) {
         return NULL;
     }
-    if (PyTuple_GET_ITEM(plan, 1) != Py_False) { /* careful: redaction or odd types */
-        return NULL;
-    }
-    PyObject *types = PyTuple_GET_ITEM(plan, 2);
-    if (!PyTuple_CheckExact(types) || PyTuple_GET_SIZE(types) != n) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (!is_plain_type(PyTuple_GET_ITEM(types, i))) {
-            return NULL;
-        }
-    }
     entry_clear(slot);
     Py_INCREF(event);
     Py_INCREF(kwnames);
-    Py_INCREF(types);
     slot->event = event;
     slot->kwnames = kwnames;
-    slot->types = types;
+    /* a careful plan stays careful until the run forgets its plans (and this cache with them) */
+    slot->fast = PyTuple_GET_ITEM(plan, 1) == Py_False;
     return slot;
 }
 
@@ -230,6 +221,10 @@ encode(Writer *self, PyObject *record)
 static PyObject *
 call_slow(Writer *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+    if (self->slow == NULL) { /* cleared by the garbage collector with its run */
+        PyErr_SetString(PyExc_RuntimeError, "runlines: this run's writer was collected");
+        return NULL;
+    }
     return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
 }
 
@@ -261,16 +256,21 @@ writer_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
             return call_slow(self, args, nargsf, kwnames);
         }
     }
+    if (!entry->fast) {
+        return call_slow(self, args, nargsf, kwnames);
+    }
     Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
     PyObject *const *values = args + 1;
-    PyObject *types = entry->types;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value = values[i];
-        if ((PyObject *)Py_TYPE(value) != PyTuple_GET_ITEM(types, i)) {
-            return call_slow(self, args, nargsf, kwnames);
+        PyObject *type = (PyObject *)Py_TYPE(value);
+        if (type == (PyObject *)&PyFloat_Type) {
+            if (!isfinite(PyFloat_AS_DOUBLE(value))) {
+                return call_slow(self, args, nargsf, kwnames); /* null + _nonfinite */
+            }
         }
-        if (PyFloat_CheckExact(value) && !isfinite(PyFloat_AS_DOUBLE(value))) {
-            return call_slow(self, args, nargsf, kwnames); /* written as null + _nonfinite */
+        else if (!is_plain_type(type)) { /* a str, None, an array...: Python looks at it */
+            return call_slow(self, args, nargsf, kwnames);
         }
     }
 
@@ -452,7 +452,6 @@ writer_traverse(Writer *self, visitproc visit, void *arg)
     for (int i = 0; i < CACHE_SIZE; i++) {
         Py_VISIT(self->cache[i].event);
         Py_VISIT(self->cache[i].kwnames);
-        Py_VISIT(self->cache[i].types);
     }
     return 0;
 }
@@ -481,6 +480,7 @@ writer_clear(Writer *self)
     Py_CLEAR(self->fds);
     Py_CLEAR(self->flush);
     writer_forget_all(self);
+    self->enabled = 0;
     return 0;
 }
 
@@ -515,9 +515,9 @@ writer_configure(Writer *self, PyObject *args, PyObject *kwds)
             }
         }
     }
-    Py_SETREF(self->fds, Py_NewRef(fds));
-    Py_SETREF(self->flush, Py_NewRef(flush));
-    Py_SETREF(self->samplers, Py_NewRef(samplers));
+    Py_XSETREF(self->fds, Py_NewRef(fds));
+    Py_XSETREF(self->flush, Py_NewRef(flush));
+    Py_XSETREF(self->samplers, Py_NewRef(samplers));
     self->next_check = next_check;
     self->enabled = enabled;
     Py_RETURN_NONE;
@@ -527,7 +527,7 @@ writer_configure(Writer *self, PyObject *args, PyObject *kwds)
 static PyObject *
 writer_write_record(Writer *self, PyObject *record)
 {
-    if (self->fds == Py_None) {
+    if (!self->enabled || self->fds == NULL || self->fds == Py_None) {
         PyErr_SetString(PyExc_RuntimeError, "runlines: write_record() while the fast path is off");
         return NULL;
     }
@@ -544,6 +544,10 @@ writer_write_record(Writer *self, PyObject *record)
 static PyObject *
 writer_write_span(Writer *self, PyObject *const *args, Py_ssize_t nargs)
 {
+    if (self->span_slow == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "runlines: this run's writer was collected");
+        return NULL;
+    }
     if (nargs != 6 || !self->enabled || self->fds == Py_None) {
         return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
     }
@@ -628,7 +632,7 @@ writer_get_doc(Writer *self, void *Py_UNUSED(closure))
 static PyObject *
 writer_get_enabled(Writer *self, void *Py_UNUSED(closure))
 {
-    return PyBool_FromLong(self->enabled && self->fds != Py_None);
+    return PyBool_FromLong(self->enabled && self->fds != NULL && self->fds != Py_None);
 }
 
 static PyObject *writer_set_spans(Writer *self, PyObject *args, PyObject *kwds);

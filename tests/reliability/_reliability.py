@@ -71,11 +71,13 @@ def spawn(
     env: Mapping[str, str] | None = None,
     stdin: int | None = subprocess.DEVNULL,
     stdout: int | IO[bytes] = subprocess.PIPE,
+    new_session: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start `python <script> <args>` (a script beside this file); stdout and stderr piped.
 
     A child that writes more than a pipe holds (64 KiB) before the test reads it must get a
-    file as *stdout*, or it blocks.
+    file as *stdout*, or it blocks. With *new_session* the child leads a process group of its
+    own, so that `os.killpg` ends it with every process it forked.
     """
     return subprocess.Popen(
         [sys.executable, str(HERE / script), *args],
@@ -83,6 +85,7 @@ def spawn(
         stdin=stdin,
         stdout=stdout,
         stderr=subprocess.PIPE,
+        start_new_session=new_session,
     )
 
 

@@ -6,14 +6,17 @@ inherited lock, and neither run_end nor the run's lock from a child.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _fork_writer import CHILD_RECORDS, POOL_RECORDS
-from _reliability import finish, read_log, spawn, strict_loads
+from _reliability import CHILD_TIMEOUT_S, finish, read_log, spawn, strict_loads
 
 from runlines.reading import is_locked
 
@@ -35,10 +38,22 @@ def test_forked_children_log_whole_lines_once_and_leave_run_end_and_lock_to_the_
 ) -> None:
     with (tmp_path / "stdout").open("wb") as stdout:
         child = spawn(
-            "_fork_writer.py", str(run_dir), str(rounds), stdin=subprocess.PIPE, stdout=stdout
+            "_fork_writer.py",
+            str(run_dir),
+            str(rounds),
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            new_session=True,
         )
     assert child.stderr is not None
-    line = child.stderr.readline()  # a deadlock exits 3 at its join timeout, with a message
+    # A deadlock the writer notices exits 3 at its join timeout, with a message; one it cannot
+    # notice (a child that never ends) meets this watchdog, which ends the whole process group.
+    watchdog = threading.Timer(CHILD_TIMEOUT_S, os.killpg, (child.pid, signal.SIGKILL))
+    watchdog.start()
+    try:
+        line = child.stderr.readline()
+    finally:
+        watchdog.cancel()
     if line != b"children done\n":
         code, _, err = finish(child)
         raise AssertionError(f"exit {code}: {(line + err.encode()).decode()}")
