@@ -7,6 +7,7 @@ paths side by side, under frozen time.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -58,6 +59,13 @@ class TestTaken:
             assert isinstance(run.log, Writer)
             assert isinstance(run.span("eval"), SpanBase)
             assert isinstance(run.span("eval"), Span)
+
+    def test_help_shows_the_methods_signatures_and_docs(self, run_dir: Path) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            assert str(inspect.signature(run.log)) == "(event: 'str', /, **fields: 'Any') -> 'None'"
+            assert run.log.__doc__ == Run.log.__doc__
+            assert str(inspect.signature(run.span)) == "(name, /, **fields)"
+            assert "with run.span" in (run.span.__doc__ or "")
 
     def test_plain_records_after_the_first_of_their_key_set_take_the_fast_path(
         self, run_dir: Path

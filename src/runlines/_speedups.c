@@ -643,7 +643,9 @@ static PyMethodDef writer_methods[] = {
     {"set_spans", (PyCFunction)(void (*)(void))writer_set_spans, METH_VARARGS | METH_KEYWORDS,
      PyDoc_STR("set_spans(span_type, tracer, slow): make spans of the run's tracer")},
     {"span", (PyCFunction)(void (*)(void))writer_span, METH_FASTCALL | METH_KEYWORDS,
-     PyDoc_STR("span(name, /, **fields): Run.span, without its call frame")},
+     PyDoc_STR("span($self, name, /, **fields)\n--\n\n"
+               "Time a block or a function: `with run.span(\"eval\"):` or "
+               "`@run.span(\"step\")`.\n\nRun.span without its call frame; see Run.span.")},
     {"configure", (PyCFunction)(void (*)(void))writer_configure, METH_VARARGS | METH_KEYWORDS,
      PyDoc_STR("configure(enabled, fds, flush, next_check, samplers): follow the run")},
     {"write_record", (PyCFunction)writer_write_record, METH_O,
