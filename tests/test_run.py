@@ -268,6 +268,30 @@ class TestLifecycle:
 
 
 class TestSignals:
+    def test_a_forked_child_gets_the_signal_handlers_it_had_without_runlines(
+        self, run_dir: Path
+    ) -> None:
+        """Its parent owns run_end; and a Pool worker told to end must end, not wait to run
+        a handler in Python (it may be blocked on a lock)."""
+        before = signal.getsignal(signal.SIGTERM)
+        with Run("r", run_dir, stdout=False) as run:
+            assert signal.getsignal(signal.SIGTERM) is not before  # runlines' own, here
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: report its handlers, then leave without cleanup
+                same = all(
+                    signal.getsignal(s) == was
+                    for s, was in [(signal.SIGTERM, before), (signal.SIGUSR1, signal.SIG_DFL)]
+                )
+                os.write(write, b"1" if same else b"0")
+                os._exit(0)
+            os.close(write)
+            _, status = os.waitpid(pid, 0)
+            told = os.read(read, 1)
+            os.close(read)
+            run.log("step", seq=1)
+        assert (status, told) == (0, b"1")
+
     def test_sigterm_writes_terminated_then_ends_the_process_by_the_signal(
         self, run_dir: Path
     ) -> None:

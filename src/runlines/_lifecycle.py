@@ -132,3 +132,25 @@ def _after_fork_in_child() -> None:
     _lock = threading.RLock()  # the parent's lock may have been held by another thread
     for run in list(_runs):
         run._on_fork_child()
+    _restore_signals()
+
+
+def _restore_signals() -> None:
+    """Give a forked child the signal handlers it had without runlines.
+
+    Its parent writes run_end, so runlines has nothing to do on a signal in the child. And a
+    handler in Python runs only between bytecodes of the main thread: a data-loader worker that
+    SIGTERM reaches just before it blocks on a lock (multiprocessing.Pool.terminate() does that)
+    would never run it, and never end. Without it, the kernel ends the worker at once.
+    """
+    if not _previous:
+        return
+    import signal  # loaded by _install, which filled _previous
+
+    for signum, previous in _previous.items():
+        try:
+            if signal.getsignal(signum) is _handler:
+                signal.signal(signum, previous)
+        except (ValueError, OSError):  # a child that signal.signal() refuses keeps ours
+            pass
+    _previous.clear()
