@@ -1,9 +1,10 @@
-"""Build the optional C fast path of Run.log; without a C compiler runlines stays pure Python."""
+"""Build the optional C fast paths (Run.log, load); without a C compiler they stay Python."""
 
 from setuptools import Extension, setup
 
 setup(
     ext_modules=[
         Extension("runlines._speedups", ["src/runlines/_speedups.c"], optional=True),
+        Extension("runlines._readfast", ["src/runlines/_readfast.c"], optional=True),
     ]
 )

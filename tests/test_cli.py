@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import subprocess
 import sys
 import time
@@ -208,6 +209,14 @@ class TestShow:
             run.log("eval", step=2, split="val", accuracy=0.9)
             run.artifact("ckpt", path=checkpoint, step=2)
         return run_dir / "full.jsonl"
+
+    @pytest.mark.parametrize(("argv", "shown"), [(1.0, "1.0"), ("train.py", "train.py")])
+    def test_a_run_start_whose_argv_is_not_a_list_shows_it_as_it_is(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], argv: object, shown: str
+    ) -> None:
+        log = write(run_dir / "odd.jsonl", line("run_start", run="odd", argv=argv))
+        assert main(["show", str(log)]) == 0
+        assert re.search(rf"^command +{re.escape(shown)}$", capsys.readouterr().out, re.M)
 
     def test_prints_start_status_events_spans_artifacts_and_last_values(
         self, full_run: Path, capsys: pytest.CaptureFixture[str]

@@ -1,4 +1,8 @@
-"""The optional C speedups (`_speedups.c`), or None: not built, or RUNLINES_NO_SPEEDUPS=1."""
+"""The optional C extensions, or None: not built, or RUNLINES_NO_SPEEDUPS=1.
+
+`speedups` (`_speedups.c`) is the fast path of Run.log and spans; `readfast` (`_readfast.c`)
+parses the common lines of load().
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,14 @@ import os
 from types import ModuleType
 
 
-def _load() -> ModuleType | None:
+def _load(name: str) -> ModuleType | None:
     if os.environ.get("RUNLINES_NO_SPEEDUPS"):
         return None
     try:
-        return importlib.import_module("runlines._speedups")
+        return importlib.import_module(name)
     except ImportError:  # installed without a C compiler: the pure-Python paths run
         return None
 
 
-speedups: ModuleType | None = _load()
+speedups: ModuleType | None = _load("runlines._speedups")
+readfast: ModuleType | None = _load("runlines._readfast")

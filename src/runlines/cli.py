@@ -312,7 +312,7 @@ def _show_header(details: reading.RunDetails) -> str:
         ("duration", _duration(duration)),
         ("host", _host(start)),
         ("git", _git(start)),
-        ("command", " ".join(map(str, start.get("argv") or [])) or "-"),
+        ("command", _command(start.get("argv"))),
     ]
     if details.status == "died":
         rows.insert(3, ("last record", _when(details.last_ts)))
@@ -335,6 +335,13 @@ def _git(start: Mapping[str, Any]) -> str:
     if not commit:
         return "-"
     return f"{commit}{' (dirty)' if start.get('git_dirty') else ''}"
+
+
+def _command(argv: object) -> str:
+    """Return a run_start's argv as one line; a foreign log may hold anything there."""
+    if isinstance(argv, list | tuple):
+        return " ".join(map(str, argv)) or "-"
+    return "-" if argv is None else str(argv)
 
 
 def _flatten(config: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

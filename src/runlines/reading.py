@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard, TypeVar
 
 import orjson
 
+from runlines import _native
 from runlines._attempts import attempt_numbers, event_names, step_cutoffs
 from runlines.encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, ReadError, RunlinesWarning
@@ -159,6 +160,8 @@ def decode_line(raw: bytes) -> dict[str, Any]:
 
 # A JSON number that may not fit 64 bits: a minus sign and 19 digits, or 20 digits
 _LONG_INT: Final = re.compile(rb"[:\[,]\s*(?:-\d{19}|\d{20})")
+# A JSON number that may not fit int64, which pyarrow reads as a float: 19 digits (2**63 has 19)
+_INT64_PAST: Final = re.compile(rb"[:\[,]\s*-?\d{19}")
 
 
 def skipped_lines_message(path: str | os.PathLike[str], lines: Sequence[int]) -> str:
@@ -286,6 +289,8 @@ class _Piece:
     # with an event filter: per field, the rows pyarrow read that hold it as null (the column
     # cannot tell a null from a missing field), so that a field logged as None is kept
     nulls: dict[str, _Ints] = field(default_factory=dict)
+    # per field: the rows holding a value (not None), and the first one's line and place in it
+    fields: dict[str, tuple[int, tuple[int, int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for row, record in zip(self.rows, self.records, strict=True):
@@ -413,15 +418,21 @@ class _FileReader:
         buckets = self.main.buckets()
         skip = [self._is_unwanted(bucket) for bucket in buckets]
         pairs = list(zip(buckets, skip, strict=True))
-        parts = [self.main.gather(bucket.lines) for bucket, no in pairs[1:] if not no]
+        # the C reader reads lines where they are; pyarrow reads spans, so it needs them moved
+        fast = _native.readfast is not None
+        take = self.main.select if fast else self.main.gather
+        parts = [take(bucket.lines) for bucket, no in pairs[1:] if not no]
         unwanted = [bucket for bucket, no in pairs if no]
         if skip and skip[0]:  # the commonest event is not wanted: read only what is left
             for bucket in unwanted:
                 self.main.is_row[bucket.lines] = False
-            parts.append(self.main.gather(np.flatnonzero(self.main.is_row)))
+            parts.append(take(np.flatnonzero(self.main.is_row)))
         else:
             for bucket in unwanted:
-                self.main.blank(bucket.lines)
+                if fast:
+                    self.main.is_row[bucket.lines] = False
+                else:
+                    self.main.blank(bucket.lines)
             parts.insert(0, self.main)
         pieces = [piece for lines in parts for piece in lines.read()]
         return _ParsedLog(self.log, pieces, sorted(self.bad), self.skipped)
@@ -519,6 +530,36 @@ class _Lines:
         self.blank(lines)
         return moved
 
+    def select(self, lines: _Ints) -> _Lines:
+        """Return *lines* as a buffer of their own over the same bytes, for the C reader only.
+
+        Its lines are not contiguous, so pyarrow reads none of its spans: see `_fallback`.
+        """
+        ids = lines if self.ids is None else self.ids[lines]
+        chosen = _Lines(self.owner, self.bytes, self.starts[lines], self.ends[lines], ids)
+        chosen.in_python[:] = self.in_python[lines]
+        self.is_row[lines] = False
+        return chosen
+
+    def _fallback(self, i0: int, i1: int) -> list[_Piece]:
+        """Read lines [i0, i1) with pyarrow, copied into a buffer of their own first."""
+        import numpy as np
+
+        lines = np.flatnonzero(self.is_row[i0:i1]) + i0
+        if not len(lines):
+            return []
+        starts, ends = self.starts[lines].tolist(), self.ends[lines].tolist()
+        view = self.view
+        text = b"".join([bytes(view[a:b]) + b"\n" for a, b in zip(starts, ends, strict=True)])
+        lengths = self.ends[lines] - self.starts[lines]
+        new_starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1])).astype(np.int64)
+        ids = lines if self.ids is None else self.ids[lines]
+        data = np.frombuffer(bytearray(text), dtype=np.uint8)
+        moved = _Lines(self.owner, data, new_starts, new_starts + lengths, ids)
+        moved.in_python[:] = self.in_python[lines]
+        self.is_row[lines] = False
+        return moved._read_range(0, len(lines))
+
     def blank(self, lines: _Ints) -> None:
         """Overwrite *lines* with spaces."""
         spaces = memoryview(_SPACES)
@@ -530,11 +571,13 @@ class _Lines:
     def _line_id(self, line: int) -> int:
         return line if self.ids is None else int(self.ids[line])
 
-    def _take_python(self, line: int) -> None:
+    def _take_python(self, line: int, record: dict[str, Any] | None = None) -> None:
         start, end = int(self.starts[line]), int(self.ends[line])
         raw = bytes(self.view[start:end])
         line_id = self._line_id(line)
-        if raw.strip():
+        if record is not None:
+            self.owner.records[line_id] = record
+        elif raw.strip():
             try:
                 self.owner.records[line_id] = decode_line(raw)
             except ValueError as err:
@@ -545,12 +588,86 @@ class _Lines:
             self.bytes[start : start + 2] = (0x7B, 0x7D)
 
     def read(self) -> list[_Piece]:
-        """Return this buffer's records, one piece per block that pyarrow read."""
+        """Return this buffer's records, one piece per block read.
+
+        The C reader (`_readfast`), when built, reads the blocks on a few threads; pyarrow reads
+        a block it leaves (a field of two kinds, an int beyond 64 bits), and all of them without it.
+        """
         import numpy as np
 
-        cuts = np.searchsorted(self.starts, np.arange(_BLOCK_BYTES, len(self.bytes), _BLOCK_BYTES))
-        bounds = np.unique(np.concatenate(([0], cuts, [len(self.starts)]))).tolist()
-        return [p for i0, i1 in itertools.pairwise(bounds) for p in self._read_range(i0, i1)]
+        fast = _native.readfast
+        if fast is None:
+            cuts = np.arange(_BLOCK_BYTES, len(self.bytes), _BLOCK_BYTES)
+            bounds = np.unique(
+                np.concatenate(([0], np.searchsorted(self.starts, cuts), [len(self.starts)]))
+            )
+            ranges = list(itertools.pairwise(bounds.tolist()))
+            return [p for i0, i1 in ranges for p in self._read_range(i0, i1)]
+        sizes = np.cumsum(self.ends - self.starts + 1)  # the lines may lie apart: their own bytes
+        cuts = np.searchsorted(
+            sizes, np.arange(_BLOCK_BYTES, int(sizes[-1]) if len(sizes) else 0, _BLOCK_BYTES)
+        )
+        bounds = np.unique(np.concatenate(([0], cuts, [len(self.starts)])))
+        ranges = list(itertools.pairwise(bounds.tolist()))
+        parsed = _in_threads(lambda bounds: self._parse_fast(fast, *bounds), ranges)
+        pieces: list[_Piece] = []
+        for (i0, i1), (lines, result) in zip(ranges, parsed, strict=True):
+            taken = None if result is None else self._fast_piece(lines, result, i0, i1)
+            pieces.extend(self._fallback(i0, i1) if taken is None else taken)
+        return pieces
+
+    def _parse_fast(self, fast: Any, i0: int, i1: int) -> tuple[_Ints, Any]:
+        """Return the rows of lines [i0, i1) and what the C reader made of them (no GIL held)."""
+        import numpy as np
+
+        lines = np.flatnonzero(self.is_row[i0:i1]) + i0
+        return lines, fast.parse_lines(self.bytes, self.starts[lines], self.ends[lines])
+
+    def _fast_piece(self, lines: _Ints, result: Any, i0: int, i1: int) -> list[_Piece] | None:
+        """Wrap the C reader's columns of *lines* as a table; the lines it refused go to Python.
+
+        Returns None (pyarrow reads the block) when a refused line holds a field with values of
+        another kind than the table's, or an int beyond 64 bits: pyarrow, which reads such a
+        line (a nested one), would type the column from it too.
+        """
+        import numpy as np
+        import pyarrow as pa
+
+        names, columns, refused = result
+        kinds = {name: column[0] for name, column in zip(names, columns, strict=True)}
+        records: dict[int, dict[str, Any]] = {}
+        for line in lines[np.frombuffer(refused, dtype=np.int64)].tolist():
+            raw = bytes(self.view[int(self.starts[line]) : int(self.ends[line])])
+            try:
+                records[line] = record = decode_line(raw)
+            except ValueError:
+                continue  # a bad line: _take_python notes it
+            for key, value in record.items():
+                kind = _scalar_kind(value)
+                if kind is None:
+                    continue
+                known = kinds.setdefault(key, kind)
+                if kind == "bigint" or known not in (kind, "null"):
+                    return None
+                kinds[key] = kind
+        for line in lines[np.frombuffer(refused, dtype=np.int64)].tolist():
+            self._take_python(line, records.get(line))
+        arrays = [_fast_array(len(lines), *column[:4]) for column in columns]
+        if names:
+            table = pa.Table.from_arrays(arrays, names=names)
+        else:  # lines without fields ({}): a table of no columns that keeps its row count
+            table = pa.table({"": pa.nulls(len(lines))}).drop_columns([""])
+        kept = self.is_row[lines]
+        if not kept.any():
+            return []
+        row_of = np.cumsum(kept) - 1
+        if not kept.all():  # a refused line that Python cannot read either: a bad line
+            table = table.filter(pa.array(kept))
+        nulls = {}
+        for name, column in zip(names, columns, strict=True):
+            if column[4]:  # rows holding the field as null (a null line is never refused)
+                nulls[name] = row_of[np.frombuffer(column[4], dtype=np.int64)]
+        return [self._piece(table, i0, i1, nulls)]
 
     def _read_range(self, i0: int, i1: int) -> list[_Piece]:
         """Read lines [i0, i1) with pyarrow, routing conflicts to Python or splitting on failure."""
@@ -645,8 +762,11 @@ class _Lines:
             self._take_python(line)
         return len(lines)
 
-    def _piece(self, table: Any, i0: int, i1: int) -> _Piece:
-        """Wrap *table*, re-parsing in Python the rows that hold nested or non-finite values."""
+    def _piece(self, table: Any, i0: int, i1: int, nulls: dict[str, _Ints] | None = None) -> _Piece:
+        """Wrap *table*, re-parsing in Python the rows that hold nested or non-finite values.
+
+        *nulls*: the rows that hold a field as null, when the reader knows them.
+        """
         import numpy as np
 
         lines = np.flatnonzero(self.is_row[i0:i1]) + i0
@@ -665,9 +785,59 @@ class _Lines:
             records.append(record)
         ids = lines if self.ids is None else self.ids[lines]
         piece = _Piece(table, ids, rows.tolist(), records)
-        if self.owner.events is not None:
+        self._note_fields(piece, lines)
+        if nulls is not None:
+            piece.nulls = nulls
+        elif self.owner.events is not None:
             self._find_nulls(piece, lines)
         return piece
+
+    def _note_fields(self, piece: _Piece, lines: _Ints) -> None:
+        """Count the rows of *piece* holding a value (not None) per field, and note where the
+        first one is: its line, and the field's place in that line (see `_column_names`).
+        """
+        import numpy as np
+
+        table = piece.table
+        held: dict[str, tuple[int, int]] = {}  # name: (count, first row)
+        valid: dict[str, _Bools] = {}
+        for name, column in zip(table.column_names, table.columns, strict=True):
+            count = len(column) - column.null_count
+            if column.null_count:
+                valid[name] = column.is_valid().to_numpy(zero_copy_only=False)
+            if count:
+                held[name] = (count, int(np.argmax(valid[name])) if name in valid else 0)
+        for name, (rows, values) in piece.patches.items():
+            mask = valid.get(name)
+            in_table = name in table.column_names
+            mine = [
+                row
+                for row, value in zip(rows, values, strict=True)
+                if value is not None and (not in_table or (mask is not None and not mask[row]))
+            ]
+            if mine:  # rows whose value only Python has (a nested row's is in the table too)
+                count, row = held.get(name, (0, mine[0]))
+                held[name] = (count + len(mine), min(row, min(mine)))
+        order: dict[int, list[str]] = {}
+        for name, (count, row) in held.items():
+            if row not in order:
+                order[row] = self._keys(int(lines[row]), table)
+            keys = order[row]
+            place = keys.index(name) if name in keys else len(keys)
+            piece.fields[name] = (count, (int(piece.lines[row]), place))
+        for name in {*table.column_names, *piece.patches} - held.keys():
+            piece.fields[name] = (0, (0, 0))  # only ever None here
+
+    def _keys(self, line: int, table: Any) -> list[str]:
+        """Return the keys of *line* in order (the table's, for a line orjson refuses)."""
+        if self.in_python[line]:
+            return list(self.owner.records[self._line_id(line)])
+        try:
+            return list(
+                decode_line(bytes(self.view[int(self.starts[line]) : int(self.ends[line])]))
+            )
+        except ValueError:
+            return list(table.column_names)
 
     def _big_int_rows(self, table: Any, lines: _Ints) -> dict[str, _Ints]:
         """Return, per float column that holds an int beyond int64, its rows with a value.
@@ -690,7 +860,7 @@ class _Lines:
             with np.errstate(invalid="ignore"):
                 suspects = np.flatnonzero(np.abs(values) >= 2.0**63).tolist()
             spans = ((int(self.starts[lines[r]]), int(self.ends[lines[r]])) for r in suspects)
-            if any(_LONG_INT.search(bytes(self.view[a:b])) for a, b in spans):
+            if any(_INT64_PAST.search(bytes(self.view[a:b])) for a, b in spans):
                 found[name] = np.flatnonzero(~np.isnan(values))
         return found
 
@@ -722,6 +892,29 @@ class _Lines:
         except ValueError:  # pyarrow took a line that orjson refuses: keep pyarrow's values
             record: dict[str, Any] = table.slice(row, 1).to_pylist()[0]
             return restore_nonfinite(record)
+
+
+def _fast_array(rows: int, kind: str, validity: Any, values: Any, data: Any) -> Any:
+    """Return one column of the C reader as the Arrow array pyarrow's JSON reader would make."""
+    import pyarrow as pa
+
+    if kind == "null":
+        return pa.nulls(rows)
+    kinds = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+    buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
+    if data is not None:
+        buffers.append(pa.py_buffer(data))
+    return pa.Array.from_buffers(kinds[kind], rows, buffers)
+
+
+def _scalar_kind(value: Any) -> str | None:
+    """Return the C reader's kind of a value Python read; None for None, NaN, nested values."""
+    kind = type(value)
+    if kind is int:
+        return "int" if -(2**63) <= value < 2**63 else "bigint"
+    if kind is float:
+        return "float" if math.isfinite(value) else None
+    return {str: "str", bool: "bool"}.get(kind)
 
 
 def _is_nonfinite(value: Any) -> bool:
@@ -861,7 +1054,7 @@ class _Columns:
     def __init__(self, logs: list[_ParsedLog]) -> None:
         self.pieces = [piece for log in logs for piece in log.pieces]
         self.num_rows = sum(piece.table.num_rows for piece in self.pieces)
-        self.names = _column_names(self.pieces)
+        self.names = _column_names(logs)
         self.full = _layout(logs, None)
         self._built: dict[str, Any] = {}
 
@@ -1031,18 +1224,27 @@ def _arrow_chunks(piece: _Piece, name: str, kind: Any) -> list[Any]:
     return list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
 
 
-def _column_names(pieces: list[_Piece]) -> list[str]:
-    """Return the field names, the commonest first, `_nonfinite` left out."""
+def _column_names(logs: list[_ParsedLog]) -> list[str]:
+    """Return the field names, the commonest first, `_nonfinite` left out.
+
+    A field's count is the number of records holding a value (not None) for it; fields as
+    common as each other come in the order the logs first hold them (by line, then by place
+    in the line), and fields only ever None last, by name. The order is the same whichever
+    reader (C, pyarrow, Python) took a line.
+    """
     counts: dict[str, int] = {}
-    for piece in sorted(pieces, key=lambda p: int(p.lines[0]) if len(p.lines) else 0):
-        table = piece.table
-        for name, column in zip(table.column_names, table.columns, strict=True):
-            counts[name] = counts.get(name, 0) + len(column) - column.null_count
-        for name, (rows, _) in piece.patches.items():
-            counts[name] = counts.get(name, 0) + len(rows)
+    first: dict[str, tuple[int, int, int]] = {}
+    for number, log in enumerate(logs):
+        for piece in log.pieces:
+            for name, (count, (line, place)) in piece.fields.items():
+                counts[name] = counts.get(name, 0) + count
+                if count:
+                    where = (number, line, place)
+                    first[name] = min(first.get(name, where), where)
     counts.pop(NONFINITE_KEY, None)
-    rest = sorted((n for n in counts if n not in _FIRST), key=lambda n: -counts[n])
-    return [*_FIRST, *rest]
+    held = sorted((n for n in counts if counts[n]), key=lambda n: (-counts[n], first[n]))
+    none_only = sorted(n for n in counts if not counts[n])
+    return [*_FIRST, *(n for n in [*held, *none_only] if n not in _FIRST)]
 
 
 def _values_at(column: Any, rows: _Ints) -> list[Any]:
