@@ -139,9 +139,9 @@ def _restore_signals() -> None:
     """Give a forked child the signal handlers it had without runlines.
 
     Its parent writes run_end, so runlines has nothing to do on a signal in the child. And a
-    handler in Python runs only between bytecodes of the main thread: a data-loader worker that
-    SIGTERM reaches just before it blocks on a lock (multiprocessing.Pool.terminate() does that)
-    would never run it, and never end. Without it, the kernel ends the worker at once.
+    handler in Python runs only between bytecodes of the main thread: with it, Pool.terminate()
+    of fork-started workers was seen to hang (a worker stayed blocked on the queue's lock, the
+    handler still installed). Without it, the kernel ends a worker at once.
     """
     if not _previous:
         return
