@@ -81,8 +81,9 @@ class _FdWriter:
                 line = b"\n" + line
             written = os.write(self.fd, line)
             if written != len(line):
-                self._write_rest(line, written)
-            self._torn = False
+                self._write_rest(line, written)  # leaves _torn set when the newline is missing
+            else:
+                self._torn = False
         except OSError as err:  # os.write raises only when it wrote nothing: _torn stays right
             self._fail(err)
 

@@ -288,6 +288,33 @@ def test_a_write_cut_just_before_its_newline_is_whole_and_not_counted_as_dropped
     assert [r["seq"] for r in records if r["event"] == "step"] == [0, 1, 2]
 
 
+def test_a_write_cut_before_its_newline_on_the_sinks_path_is_ended_by_the_next_line(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, through the sinks' own writes (fsync=True takes that path)."""
+    real_write = os.write
+    cut: list[int] = []
+
+    def all_but_the_newline_then_full(fd: int, data: bytes) -> int:
+        if not cut:
+            cut.append(fd)
+            return real_write(fd, bytes(data[:-1]))
+        raise OSError(28, os.strerror(28))
+
+    with Run("r", run_dir, stdout=False, fsync=True) as run:
+        run.log("step", seq=0)
+        monkeypatch.setattr("runlines.sinks.os.write", all_but_the_newline_then_full)
+        run.log("step", seq=1)
+        monkeypatch.undo()
+        dropped = run.dropped
+        run.log("step", seq=2)
+
+    assert (dropped, len(cut)) == (0, 1)
+    records, tail = read_log(run.path)
+    assert tail == b""
+    assert [r["seq"] for r in records if r["event"] == "step"] == [0, 1, 2]
+
+
 @pytest.mark.usefixtures("pure_python")  # replaces runlines.run._write, which C does not call
 def test_a_failed_write_never_raises_from_log(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
