@@ -1,13 +1,16 @@
-/* The fast path of Run.log, for records whose values are all plain numbers.
+/* The fast path of Run.log, for records of plain numbers, short strings and 0-d tensors.
  *
  * A Writer stands in for a Run's bound log() method. A call whose event and key set the Run
- * has already planned, whose plan is not careful (no key name to redact), and whose values
- * are all exactly int, finite float or bool, is stamped, encoded with the same orjson call and
- * options as run.py, and written with one write(2) per descriptor, as run.py would write it,
- * byte for byte. Every other call (a first record, a string, None, NaN, a sampled event, a
- * closed run, a failed sink, a due check of the log file) goes to the Python log(), which
- * decides everything. SpanBase is the same for spans. This file adds no behaviour of its own:
- * it only skips interpreter work on the common calls.
+ * has already planned, whose plan is not careful (no key name to redact), is stamped, encoded
+ * with the same orjson call and options as run.py, and written with one write(2) per
+ * descriptor, as run.py would write it, byte for byte. An "as is" plan (mode 0) takes values
+ * that are exactly int, finite float or bool. A "light" plan (mode 1) also takes None, a str
+ * whose redacted form the run already remembers (its `texts` dict: Python redacts each
+ * distinct text once), and a value of the exact numpy or torch type the plan saw, written as
+ * its item() when it is 0-d and a finite number. Every other call (a first record, a new
+ * string, NaN, a sampled event, a closed run, a failed sink, a due check of the log file) goes
+ * to the Python log(), which decides everything. SpanBase is the same for spans. This file
+ * adds no behaviour of its own: it only skips interpreter work on the common calls.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,6 +26,7 @@
 typedef struct {
     PyObject *event;   /* the event str of the call */
     PyObject *kwnames; /* the call site's tuple of field names */
+    PyObject *types;   /* a light plan's value types (run.py's plan[2]), else NULL */
     int fast;          /* the plan lets plain values through; else always hand to Python */
 } Entry;
 
@@ -33,7 +37,8 @@ typedef struct {
     PyObject *failed;    /* Run._write_failed(fd, line, written, err) */
     PyObject *span_slow; /* Run._log_span: every span record the fast path declines */
     PyObject *span_names; /* the run's dict: span name -> its redacted form */
-    PyObject *plans;     /* the run's dict: (event, *names) -> (quotes, careful, types) */
+    PyObject *plans;     /* the run's dict: (event, *names) -> (quotes, mode, types) */
+    PyObject *texts;     /* the run's dict: short str value -> its redacted form */
     PyObject *samplers;  /* the run's dict: event -> sampler (replaced whole by the run) */
     PyObject *globals;   /* runlines.run's globals: _now is looked up per call (freezegun) */
     PyObject *dumps;     /* orjson.dumps */
@@ -63,12 +68,18 @@ static PyObject *str_duration_s;
 static PyObject *str_parent;
 static PyObject *str_status;
 static PyObject *str_exc_type;
+static PyObject *str_ndim;
+static PyObject *str_item;
+
+#define MODE_AS_IS 0 /* run.py's _AS_IS, _LIGHT: the plans the fast path takes */
+#define MODE_LIGHT 1
 
 static void
 entry_clear(Entry *entry)
 {
     Py_CLEAR(entry->event);
     Py_CLEAR(entry->kwnames);
+    Py_CLEAR(entry->types);
     entry->fast = 0;
 }
 
@@ -93,6 +104,53 @@ is_plain_type(PyObject *type)
 {
     return type == (PyObject *)&PyLong_Type || type == (PyObject *)&PyFloat_Type ||
            type == (PyObject *)&PyBool_Type;
+}
+
+static inline int
+is_plain_or_none(PyObject *type)
+{
+    return is_plain_type(type) || type == (PyObject *)Py_TYPE(Py_None);
+}
+
+#define DECLINE ((PyObject *)-1) /* not an error: hand the call to Python */
+
+/* What a light plan writes for a str (its remembered redacted form) or a 0-d numpy or torch
+ * value (its item(), a finite number), as run.py's _prepare() does; a new reference, or
+ * DECLINE (no error set) for Python to decide. */
+static PyObject *
+light_value(Writer *self, PyObject *value)
+{
+    if (PyUnicode_CheckExact(value)) {
+        PyObject *text = PyDict_GetItemWithError(self->texts, value); /* borrowed */
+        if (text == NULL) {
+            PyErr_Clear();
+            return DECLINE;
+        }
+        return Py_NewRef(text);
+    }
+    PyObject *ndim = PyObject_GetAttr(value, str_ndim);
+    if (ndim == NULL) {
+        PyErr_Clear();
+        return DECLINE;
+    }
+    int scalar = PyLong_CheckExact(ndim) && PyLong_AsLong(ndim) == 0;
+    Py_DECREF(ndim);
+    if (!scalar) {
+        PyErr_Clear();
+        return DECLINE; /* an array: Python writes it as a list, or refuses it */
+    }
+    PyObject *number = PyObject_CallMethodNoArgs(value, str_item);
+    if (number == NULL) {
+        PyErr_Clear(); /* a meta tensor, say: Python writes its repr */
+        return DECLINE;
+    }
+    PyObject *type = (PyObject *)Py_TYPE(number);
+    if ((type == (PyObject *)&PyFloat_Type && isfinite(PyFloat_AS_DOUBLE(number))) ||
+        type == (PyObject *)&PyLong_Type || type == (PyObject *)&PyBool_Type) {
+        return number;
+    }
+    Py_DECREF(number);
+    return DECLINE;
 }
 
 /* Learn the plan of (event, kwnames) from the run's plans, once Python has made one. Returns
@@ -124,13 +182,20 @@ learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
     if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 3) {
         return NULL;
     }
+    PyObject *mode_obj = PyTuple_GET_ITEM(plan, 1);
+    PyObject *types = PyTuple_GET_ITEM(plan, 2);
+    long mode = PyLong_CheckExact(mode_obj) ? PyLong_AsLong(mode_obj) : -1;
+    if (mode == MODE_LIGHT && (!PyTuple_CheckExact(types) || PyTuple_GET_SIZE(types) != n)) {
+        mode = -1;
+    }
     entry_clear(slot);
     Py_INCREF(event);
     Py_INCREF(kwnames);
     slot->event = event;
     slot->kwnames = kwnames;
     /* a careful plan stays careful until the run forgets its plans (and this cache with them) */
-    slot->fast = PyTuple_GET_ITEM(plan, 1) == Py_False;
+    slot->fast = mode == MODE_AS_IS || mode == MODE_LIGHT;
+    slot->types = mode == MODE_LIGHT ? Py_NewRef(types) : NULL;
     return slot;
 }
 
@@ -161,8 +226,6 @@ write_fd(int fd, const char *data, Py_ssize_t size)
 }
 
 static PyObject *emit(Writer *self, PyObject *line);
-
-#define DECLINE ((PyObject *)-1) /* not an error: hand the call to Python */
 
 /* A record {"ts": _now(), "event": event, "run": name[, "rank": rank]}, with room for `more`
  * fields. Returns DECLINE when Python must write it (the clock is not the float clock, or the
@@ -261,16 +324,39 @@ writer_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     }
     Py_ssize_t n = PyTuple_GET_SIZE(kwnames);
     PyObject *const *values = args + 1;
+    PyObject *types = entry->types;
+    int converts = 0; /* a str or a 0-d tensor to replace while filling the record */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value = values[i];
         PyObject *type = (PyObject *)Py_TYPE(value);
-        if (type == (PyObject *)&PyFloat_Type) {
-            if (!isfinite(PyFloat_AS_DOUBLE(value))) {
-                return call_slow(self, args, nargsf, kwnames); /* null + _nonfinite */
+        if (type == (PyObject *)&PyFloat_Type && !isfinite(PyFloat_AS_DOUBLE(value))) {
+            return call_slow(self, args, nargsf, kwnames); /* null + _nonfinite */
+        }
+        if (is_plain_type(type)) {
+            if (types != NULL && !is_plain_or_none(PyTuple_GET_ITEM(types, i))) {
+                return call_slow(self, args, nargsf, kwnames); /* a change of kind */
             }
         }
-        else if (!is_plain_type(type)) { /* a str, None, an array...: Python looks at it */
+        else if (types == NULL) { /* a str, None, an array...: Python looks at it */
             return call_slow(self, args, nargsf, kwnames);
+        }
+        else if (value == Py_None) {
+            if (!is_plain_or_none(PyTuple_GET_ITEM(types, i))) {
+                return call_slow(self, args, nargsf, kwnames); /* a change of kind */
+            }
+        }
+        else if (type != PyTuple_GET_ITEM(types, i)) {
+            return call_slow(self, args, nargsf, kwnames); /* a type the plan has not seen */
+        }
+        else if (type == (PyObject *)&PyUnicode_Type) {
+            if (PyDict_GetItemWithError(self->texts, value) == NULL) {
+                PyErr_Clear();
+                return call_slow(self, args, nargsf, kwnames); /* Python redacts it first */
+            }
+            converts = 1;
+        }
+        else {
+            converts = 1; /* the plan's numpy or torch type: its item(), while filling */
         }
     }
 
@@ -282,7 +368,21 @@ writer_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyDict_SetItem(record, PyTuple_GET_ITEM(kwnames, i), values[i]) < 0) {
+        PyObject *value = values[i];
+        int bad;
+        if (converts && !is_plain_type((PyObject *)Py_TYPE(value)) && value != Py_None) {
+            PyObject *written = light_value(self, value);
+            if (written == DECLINE) {
+                Py_DECREF(record);
+                return call_slow(self, args, nargsf, kwnames);
+            }
+            bad = PyDict_SetItem(record, PyTuple_GET_ITEM(kwnames, i), written) < 0;
+            Py_DECREF(written);
+        }
+        else {
+            bad = PyDict_SetItem(record, PyTuple_GET_ITEM(kwnames, i), value) < 0;
+        }
+        if (bad) {
             Py_DECREF(record);
             return NULL;
         }
@@ -377,14 +477,14 @@ error:
 static PyObject *
 writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"slow", "failed", "span_slow", "span_names", "plans", "globals",
-                             "dumps", "default", "option", "name", "rank", NULL};
-    PyObject *slow, *failed, *span_slow, *span_names, *plans, *globals, *dumps, *dflt, *option,
-        *name, *rank;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!OOOUO:Writer", kwlist, &slow, &failed,
-                                     &span_slow, &PyDict_Type, &span_names, &PyDict_Type, &plans,
-                                     &PyDict_Type, &globals, &dumps, &dflt, &option, &name,
-                                     &rank)) {
+    static char *kwlist[] = {"slow", "failed", "span_slow", "span_names", "plans", "texts",
+                             "globals", "dumps", "default", "option", "name", "rank", NULL};
+    PyObject *slow, *failed, *span_slow, *span_names, *plans, *texts, *globals, *dumps, *dflt,
+        *option, *name, *rank;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!O!OOOUO:Writer", kwlist, &slow,
+                                     &failed, &span_slow, &PyDict_Type, &span_names, &PyDict_Type,
+                                     &plans, &PyDict_Type, &texts, &PyDict_Type, &globals, &dumps,
+                                     &dflt, &option, &name, &rank)) {
         return NULL;
     }
     Writer *self = (Writer *)type->tp_alloc(type, 0);
@@ -410,6 +510,7 @@ writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->span_slow = Py_NewRef(span_slow);
     self->span_names = Py_NewRef(span_names);
     self->plans = Py_NewRef(plans);
+    self->texts = Py_NewRef(texts);
     self->samplers = PyDict_New();
     if (self->samplers == NULL) {
         Py_DECREF(self);
@@ -440,6 +541,7 @@ writer_traverse(Writer *self, visitproc visit, void *arg)
     Py_VISIT(self->tracer_clock);
     Py_VISIT(self->tracer_emit);
     Py_VISIT(self->plans);
+    Py_VISIT(self->texts);
     Py_VISIT(self->samplers);
     Py_VISIT(self->globals);
     Py_VISIT(self->dumps);
@@ -452,6 +554,7 @@ writer_traverse(Writer *self, visitproc visit, void *arg)
     for (int i = 0; i < CACHE_SIZE; i++) {
         Py_VISIT(self->cache[i].event);
         Py_VISIT(self->cache[i].kwnames);
+        Py_VISIT(self->cache[i].types);
     }
     return 0;
 }
@@ -470,6 +573,7 @@ writer_clear(Writer *self)
     Py_CLEAR(self->tracer_clock);
     Py_CLEAR(self->tracer_emit);
     Py_CLEAR(self->plans);
+    Py_CLEAR(self->texts);
     Py_CLEAR(self->samplers);
     Py_CLEAR(self->globals);
     Py_CLEAR(self->dumps);
@@ -1149,6 +1253,8 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     str_now = PyUnicode_InternFromString("_now");
+    str_ndim = PyUnicode_InternFromString("ndim");
+    str_item = PyUnicode_InternFromString("item");
     str_ts = PyUnicode_InternFromString("ts");
     str_event = PyUnicode_InternFromString("event");
     str_run = PyUnicode_InternFromString("run");
@@ -1159,8 +1265,8 @@ PyInit__speedups(void)
     str_parent = PyUnicode_InternFromString("parent");
     str_status = PyUnicode_InternFromString("status");
     str_exc_type = PyUnicode_InternFromString("exc_type");
-    if (!str_now || !str_ts || !str_event || !str_run || !str_rank || !str_span || !str_name ||
-        !str_duration_s || !str_parent || !str_status || !str_exc_type) {
+    if (!str_now || !str_ndim || !str_item || !str_ts || !str_event || !str_run || !str_rank ||
+        !str_span || !str_name || !str_duration_s || !str_parent || !str_status || !str_exc_type) {
         return NULL;
     }
     if (PyType_Ready(&WriterType) < 0 || PyType_Ready(&SpanBaseType) < 0) {

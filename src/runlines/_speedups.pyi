@@ -16,6 +16,7 @@ class Writer:
         span_slow: Callable[..., None],
         span_names: dict[str, str],
         plans: dict[tuple[Any, ...], Any],
+        texts: dict[str, str],
         globals: dict[str, Any],
         dumps: Callable[..., bytes],
         default: Callable[[Any], Any],

@@ -15,13 +15,13 @@ import math
 import os
 import sys
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from typing import Any, Final
 
 import orjson
 
+from runlines._warnings import warn_user
 from runlines.errors import FieldError, RunlinesWarning
 
 __all__ = [
@@ -163,7 +163,11 @@ def _sorted_items(items: set[Any] | frozenset[Any]) -> list[Any]:
 def _sanitize(
     value: Any, pointer: str, nonfinite: dict[str, str], seen: set[int], depth: int
 ) -> Any:
-    """Return *value* as JSON-native data, noting non-finite floats under their pointers."""
+    """Return *value* as JSON-native data, noting non-finite floats under their pointers.
+
+    A value whose conversion raises (a dead weakref.proxy, a Mapping whose __getitem__
+    raises) is written as its repr: logging never raises over a value.
+    """
     kind = type(value)
     if kind is str:
         return _clean_str(value)
@@ -175,12 +179,20 @@ def _sanitize(
         return _clean_float(value, pointer, nonfinite)
     if depth >= _MAX_DEPTH:
         return _repr_limited(value)
-    if isinstance(value, Mapping):
-        return _sanitize_mapping(value, pointer, nonfinite, seen, depth)
-    if isinstance(value, (list, tuple, set, frozenset)):
-        items = _sorted_items(value) if isinstance(value, (set, frozenset)) else value
-        return _sanitize_items(value, items, pointer, nonfinite, seen, depth)
-    return _sanitize_other(value, pointer, nonfinite, seen, depth)
+    try:
+        if isinstance(value, Mapping):
+            return _sanitize_mapping(value, pointer, nonfinite, seen, depth)
+        if isinstance(value, (list, tuple, set, frozenset)):
+            items = _sorted_items(value) if isinstance(value, (set, frozenset)) else value
+            return _sanitize_items(value, items, pointer, nonfinite, seen, depth)
+        return _sanitize_other(value, pointer, nonfinite, seen, depth)
+    except FieldError:
+        raise  # an array too large to inline: the caller's mistake, said at the call
+    except RecursionError:
+        return _repr_limited(value)
+    except Exception:  # a value whose conversion broke: its repr, never an error
+        seen.discard(id(value))
+        return _repr_with_warning(value)
 
 
 def _sanitize_mapping(
@@ -190,12 +202,36 @@ def _sanitize_mapping(
         return "<cycle>"
     seen.add(id(value))
     out: dict[str, Any] = {}
-    for key, item in value.items():
-        name = _clean_str(key if isinstance(key, str) else str(key))
+    for key in list(value):  # iteration that raises: the whole mapping becomes its repr
+        name = _clean_str(key if isinstance(key, str) else _key_text(key))
         escaped = name.replace("~", "~0").replace("/", "~1")
+        try:
+            item = value[key]
+        except Exception as err:  # an unresolvable entry (OmegaConf's ${...}): say which error
+            out[name] = _clean_str(f"<unreadable: {type(err).__name__}: {_error_text(err)}>")
+            continue
         out[name] = _sanitize(item, f"{pointer}/{escaped}", nonfinite, seen, depth + 1)
     seen.discard(id(value))
     return out
+
+
+def _key_text(key: Any) -> str:
+    """Return a mapping key as text: its str(), else its repr(), else a placeholder."""
+    for convert in (str, repr):
+        try:
+            text = convert(key)
+        except Exception:  # a key whose __str__ raises
+            continue
+        if type(text) is str:
+            return text
+    return f"<unrepresentable {type(key).__qualname__} key>"
+
+
+def _error_text(err: BaseException) -> str:
+    try:
+        return str(err)[:200]
+    except Exception:  # an exception whose __str__ raises
+        return "?"
 
 
 def _sanitize_items(
@@ -223,6 +259,8 @@ def _sanitize_other(
         return _sanitize(value.value, pointer, nonfinite, seen, depth)
     if isinstance(value, (datetime, date)):
         return value.isoformat()
+    if _is_text_type(value):
+        return _clean_str(str(value))
     try:
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             converted: Any = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
@@ -233,6 +271,18 @@ def _sanitize_other(
     except Exception:  # TypeError: not ours to convert; anything else: a value that broke
         return _repr_with_warning(value)
     return _sanitize(converted, pointer, nonfinite, seen, depth)
+
+
+# Types written as their str(): what users read them as (cuda:0, torch.float32, float32).
+_TEXT_TYPES: Final = frozenset({("torch", "device"), ("torch", "dtype")})
+
+
+def _is_text_type(value: Any) -> bool:
+    kind = type(value)
+    module = kind.__module__.partition(".")[0]
+    if module == "numpy":
+        return kind.__name__.endswith("DType") or kind.__name__ == "dtype"
+    return (module, kind.__name__) in _TEXT_TYPES
 
 
 def _clean_float(value: float, pointer: str, nonfinite: dict[str, str]) -> float | None:
@@ -268,7 +318,7 @@ def _repr_with_warning(value: Any) -> str:
             "it is logged as its repr(). Convert it to a number, string, list or dict first "
             "to keep it structured"
         )
-        warnings.warn(msg, RunlinesWarning, stacklevel=2)
+        warn_user(msg, RunlinesWarning)
     try:
         text = repr(value)
     except Exception as err:  # a broken __repr__ must not break logging

@@ -469,7 +469,10 @@ def json_kind(value: object) -> str:
     kind = _KIND_BY_TYPE.get(type(value))
     if kind is not None:
         return kind
-    kind, per_type = _slow_kind(value)
+    try:
+        kind, per_type = _slow_kind(value)
+    except Exception:  # a value that breaks on a look (a dead weakref.proxy): its repr
+        return "string"
     if per_type and len(_KIND_BY_TYPE) < _KIND_CACHE_LIMIT:
         _KIND_BY_TYPE[type(value)] = kind
     return kind
@@ -483,6 +486,8 @@ def _slow_kind(value: object) -> tuple[str, bool]:
         if isinstance(value, base):
             return _KIND_BY_TYPE[base], True
     if type(value).__module__.partition(".")[0] in ("numpy", "torch"):
+        if type(value).__name__ in ("device", "dtype") or type(value).__name__.endswith("DType"):
+            return "string", True  # written as its str(): cuda:0, torch.float32
         return _array_kind(value)
     if isinstance(value, Mapping) or dataclasses.is_dataclass(value):
         return "object", True

@@ -112,9 +112,10 @@ _TEXT_TOKEN_WORDS: Final = frozenset(
     }
 )
 # A final word that says the key describes a secret rather than holds it (password_min_length).
+# Not "min" or "max": aggregation derives <key>_min and <key>_max from a secret <key>'s values.
 _DESCRIBING_WORDS: Final = frozenset(
     {
-        *("length", "len", "count", "counts", "size", "min", "max", "limit", "type", "kind"),
+        *("length", "len", "count", "counts", "size", "limit", "type", "kind"),
         *("policy", "file", "path", "dir", "env", "var", "name", "names", "method", "methods"),
         *("mode", "scheme", "provider", "enabled", "required", "expiry", "expires", "expiration"),
         *("ttl", "timeout", "format", "version", "prefix", "strength", "endpoint", "host"),
@@ -292,7 +293,8 @@ def _at_shapes() -> re.Pattern[str]:
     return re.compile(
         r"""(?P<url>(?P<url_user>[A-Za-z][A-Za-z0-9+.-]*://[^:/@]*:)[^/]+@)
         |(?P<email>(?<![A-Za-z0-9._%+-])(?P<email_user>[A-Za-z0-9._%+-]+)
-            @[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![A-Za-z0-9-]))
+            @(?P<email_host>[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)
+            \.(?P<email_tld>[A-Za-z]{2,})(?![A-Za-z0-9-]))
         """,
         re.VERBOSE,
     )
@@ -535,10 +537,36 @@ def _redact_at_shapes(text: str) -> str:
     return "".join(pieces)
 
 
+# Endings of files (best@epoch12.ckpt) that no e-mail domain ends with.
+_FILE_ENDINGS: Final = frozenset(
+    {
+        *("ckpt", "safetensors", "bin", "npz", "npy", "pth", "pkl", "pickle", "joblib", "onnx"),
+        *("json", "jsonl", "yaml", "yml", "toml", "csv", "tsv", "txt", "log", "parquet", "arrow"),
+        *("feather", "png", "jpg", "jpeg", "gif", "svg", "pdf", "tar", "gz", "tgz", "zip", "xz"),
+        *("zst", "pb", "tflite", "gguf", "ggml", "msgpack", "lock", "tmp", "bak", "ipynb"),
+        *("html", "npmignore", "engine", "keras", "mlmodel", "ot", "params", "index"),
+    }
+)
+# Top-level domains that are file endings too (.pt: Portugal and torch.save): a file when the
+# label before it holds a digit (step100.pt), as checkpoint names do and host names seldom do.
+_AMBIGUOUS_ENDINGS: Final = frozenset({"pt", "py", "sh", "md", "rs", "pl", "so", "mp", "ps"})
+
+
+def _is_file_name(host: str, tld: str) -> bool:
+    """Return True when user@host.tld reads as a file name, not an e-mail domain."""
+    ending = tld.lower()
+    if ending in _FILE_ENDINGS:
+        return True
+    label = host.rpartition(".")[2]
+    return ending in _AMBIGUOUS_ENDINGS and any(c.isdigit() for c in label)
+
+
 def _replace_at(match: re.Match[str]) -> str:
     if match.lastgroup == "url":
         return f"{match['url_user']}{REDACTED}@"
     if match["email_user"] == "git":  # git@github.com:org/repo is an address, not a person
+        return match.group()
+    if _is_file_name(match["email_host"], match["email_tld"]):
         return match.group()
     return REDACTED
 

@@ -6,12 +6,12 @@ import enum
 import os
 import threading
 import time
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from runlines import _context, _lifecycle, _native
+from runlines._warnings import warn_user
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
 from runlines.sampling import make_sampler
@@ -51,10 +51,15 @@ encode_line_safe: Callable[[Mapping[str, Any], Redact | None], bytes]
 _NO_FIELDS: Final[dict[str, object]] = {}  # a span without fields of its own; never mutated
 # Types that can hold no secret and need no walk before encoding.
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
+# How a plan writes its records (the C fast path reads the same numbers, see _speedups.c):
+_AS_IS: Final = 0  # plain values only: encoded without a look
+_LIGHT: Final = 1  # plain values, str (redacted once per distinct text) and 0-d numpy/torch
+_CAREFUL: Final = 2  # anything else, or a secret key: converted, redacted, then encoded
+_MAX_TEXTS: Final = 4096  # distinct short strings whose redacted form is remembered
+_MAX_TEXT_LEN: Final = 256  # longer strings are redacted at every call
 
-
-# (quotes in a line without string values, whether to redact, value types last checked)
-_Plan = tuple[int, bool, tuple[type, ...]]
+# (quotes in a line without string values, how to write it, value types last checked)
+_Plan = tuple[int, int, tuple[type, ...]]
 
 
 class _State(enum.Enum):
@@ -97,6 +102,7 @@ class Run:
         self._pid = os.getpid()
         # (event, *names) -> (types of the values last seen, whether they need redaction)
         self._plans: dict[tuple[Any, ...], _Plan] = {}
+        self._texts: dict[str, str] = {}  # short str value -> its redacted form (often itself)
         self._samplers: dict[str, Any] = {}
         self._writer: Any = None  # the C fast path of log(), once the run has opened
         self._started = _monotonic()
@@ -148,33 +154,39 @@ class Run:
                 fields = sampler.offer(fields)  # before any conversion: a drop costs nothing
                 if fields is None:
                     return
-        # Decided once per event and key set: the quote count of a line without strings, whether
-        # values need redaction, and the value types last checked for drift.
+        # Decided once per event and key set: the quote count of a line without strings, how its
+        # values are written (_AS_IS, _LIGHT, _CAREFUL), and the value types last checked.
         key = (event, *fields)
         try:
-            quotes, careful, types = self._plans[key]
+            quotes, mode, types = self._plans[key]
         except KeyError:
-            quotes, careful, types = self._plan(event, fields, key)
+            quotes, mode, types = self._plan(event, fields, key)
         except TypeError:
             raise _event_error(event) from None
-        if careful:
-            fields = self._prepare(key, fields, types)
+        prepared = self._prepare(key, fields, types, mode) if mode else fields
         ts = _now()
         if ts >= self._next_check:
             self._check_file(ts)
+        if prepared is not None:
+            fields = prepared
         if self._rank is None:
             record = {"ts": ts, "event": event, "run": self.name, **fields}
         else:
             record = {"ts": ts, "event": event, "run": self.name, "rank": self._rank, **fields}
-        try:
-            line = _dumps(record, default=encode_default, option=_OPTIONS)
-        except JSONEncodeError as err:
-            line = _encode_failed(record, err, self._redact)
-        else:
-            if not careful and line.count(b'"') != quotes:  # a string where none was before
-                line = self._first_strings(key, fields, record)
-        if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
+        if prepared is None:  # values to convert before redaction sees them as text
             line = encode_line_safe(record, self._redact)
+        else:
+            try:
+                line = _dumps(record, default=encode_default, option=_OPTIONS)
+            except JSONEncodeError as err:
+                line = _encode_failed(record, err, self._redact)
+            else:
+                if mode:
+                    pass  # _prepare() looked at every value
+                elif line.count(b'"') != quotes:  # a string where none was before
+                    line = self._first_strings(key, fields, record)
+                elif line.find(b"null") >= 0:  # None, or a non-finite float written as null
+                    line = encode_line_safe(record, self._redact)
         # _emit() inlined: a call frame here is paid once per training step.
         fds = self._fds
         if fds is None:
@@ -328,36 +340,85 @@ class Run:
             quotes = _dumps({**head, **dict.fromkeys(fields, 0)}).count(b'"')
         except JSONEncodeError:  # a name orjson cannot write (a lone surrogate): the careful path
             quotes = -1
-        redactor = self._redactor
-        careful = any(type(value) not in _PLAIN for value in fields.values()) or (
-            redactor is not None and any(map(redactor.is_secret_key, fields))
-        )
-        plan = (quotes, careful, tuple(map(type, fields.values())))
+        plan = (quotes, self._mode_of(fields), tuple(map(type, fields.values())))
         self._plans[key] = plan  # tuples replaced whole: other threads see old or new
         return plan
+
+    def _mode_of(self, fields: dict[str, Any]) -> int:
+        """Return how records of these keys and value types are written (_AS_IS...)."""
+        redactor = self._redactor
+        if redactor is not None and any(map(redactor.is_secret_key, fields)):
+            return _CAREFUL
+        mode = _AS_IS
+        for value in fields.values():
+            kind = type(value)
+            if kind in _PLAIN:
+                continue
+            if kind is not str and not _is_scalar(value):
+                return _CAREFUL
+            mode = _LIGHT
+        return mode
 
     def _first_strings(
         self, key: tuple[Any, ...], fields: dict[str, Any], record: dict[str, Any]
     ) -> bytes:
         """Encode the first record of a key set whose values hold strings, redacted; from now
-        on that key set takes the careful path."""
+        on that key set looks at its values."""
         self._check_kinds(fields)
         quotes = self._plans[key][0] if key in self._plans else 0
-        self._plans[key] = (quotes, True, tuple(map(type, fields.values())))
+        mode = max(self._mode_of(fields), _LIGHT)
+        self._plans[key] = (quotes, mode, tuple(map(type, fields.values())))
         self._forget_plans()
         return encode_line_safe(record, self._redact)
 
     def _prepare(
-        self, key: tuple[Any, ...], fields: dict[str, Any], types: tuple[type, ...]
-    ) -> dict[str, Any]:
-        """Check drift when the value types changed, then return the fields redacted."""
-        now = tuple(map(type, fields.values()))
-        if now != types:
+        self, key: tuple[Any, ...], fields: dict[str, Any], types: tuple[type, ...], mode: int
+    ) -> dict[str, Any] | None:
+        """Return the fields of a light plan as JSON values, redacted; None for the careful path.
+
+        The C fast path (_speedups.c) writes the same values: a str as its remembered
+        redacted form, a 0-d numpy or torch value as its item().
+        """
+        if mode == _LIGHT:
+            out: dict[str, Any] | None = None
+            for (name, value), kind in zip(fields.items(), types, strict=True):
+                now = type(value)
+                if now in _PLAIN and kind in _PLAIN:
+                    if now is float and value - value != 0.0:  # NaN, infinity: _nonfinite
+                        return None
+                    continue
+                if now is not kind:
+                    break  # a value type the plan has not seen: look again
+                if now is str:
+                    text = self._texts.get(value) or self._text(value)
+                    if text is not value:
+                        out = dict(fields) if out is None else out
+                        out[name] = text
+                    continue
+                number = _item(value)
+                if number is None:
+                    return None
+                out = dict(fields) if out is None else out
+                out[name] = number
+            else:
+                return fields if out is None else out
+        now_types = tuple(map(type, fields.values()))
+        if now_types != types:
             self._check_kinds(fields)
             quotes = self._plans[key][0] if key in self._plans else 0
-            self._plans[key] = (quotes, True, now)
+            mode = self._mode_of(fields)
+            self._plans[key] = (quotes, mode, now_types)
             self._forget_plans()
-        return fields if self._redact is None else self._redact(fields)
+            if mode == _LIGHT:
+                return self._prepare(key, fields, now_types, mode)
+        return None
+
+    def _text(self, text: str) -> str:
+        """Return *text* redacted, remembered when short (the C fast path reads _texts too)."""
+        safe = text if self._redactor is None else self._redactor.redact_text(text)
+        if len(text) <= _MAX_TEXT_LEN and len(self._texts) < _MAX_TEXTS:
+            self._texts[text] = safe
+        return safe
 
     def _check_drift(self, name: str) -> None:
         """Warn once per run (or raise, with strict_fields) when *name* is a drifting alias."""
@@ -369,7 +430,7 @@ class Run:
             raise FieldError(message)
         if name not in self._warned:
             self._warned.add(name)
-            warnings.warn(message, FieldDriftWarning, stacklevel=4)
+            warn_user(message, FieldDriftWarning)
 
     def _check_kinds(self, fields: dict[str, Any]) -> None:
         """Warn once per field whose JSON kind differs from the kind it was first logged as."""
@@ -382,7 +443,7 @@ class Run:
             if was != kind and f"type:{name}" not in self._warned:
                 self._warned.add(f"type:{name}")
                 message = _fields.type_drift_message(name, was, kind)
-                warnings.warn(message, FieldDriftWarning, stacklevel=4)
+                warn_user(message, FieldDriftWarning)
 
     def _emit(self, line: bytes, record: Mapping[str, Any]) -> None:
         """Hand *line* to every sink, and the console line (log() inlines the same steps)."""
@@ -434,6 +495,7 @@ class Run:
             span_slow=self._log_span,
             span_names=self._span_names,
             plans=self._plans,
+            texts=self._texts,
             globals=globals(),
             dumps=_dumps,
             default=encode_default,
@@ -683,6 +745,31 @@ def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
         "failed",
         {"exc_type": type(exc).__name__, "exc_message": str(exc), "traceback": text[-20_000:]},
     )
+
+
+def _is_scalar(value: Any) -> bool:
+    """Return True for a 0-d numpy or torch value (np.float32(1), torch.tensor(0.5))."""
+    kind = type(value)
+    if kind.__module__.partition(".")[0] not in ("numpy", "torch"):
+        return False
+    try:
+        return getattr(value, "ndim", None) == 0 and hasattr(value, "item")
+    except Exception:  # a value that breaks on a look: the careful path writes its repr
+        return False
+
+
+def _item(value: Any) -> int | float | bool | None:
+    """Return a 0-d numpy or torch value as a finite Python number, else None."""
+    try:
+        if value.ndim != 0:
+            return None
+        number = value.item()
+    except Exception:  # a meta tensor, a dtype: the careful path writes its repr
+        return None
+    kind = type(number)
+    if kind is float:
+        return number if number - number == 0.0 else None
+    return number if kind is int or kind is bool else None
 
 
 def _check_event(event: Any) -> None:

@@ -254,12 +254,17 @@ def _as_number(value: object) -> int | float | None:
     kind = type(value)
     if kind is float or kind is int:
         return value  # type: ignore[return-value]
-    if kind is bool or isinstance(value, (str, bytes)) or value is None:
+    if kind is bool or kind is str or value is None:
         return None
-    if isinstance(value, int):  # subclasses: IntEnum
-        return int(value)
-    if isinstance(value, float):  # subclasses: numpy.float64
-        return float(value)
+    try:
+        if isinstance(value, (str, bytes)):
+            return None
+        if isinstance(value, int):  # subclasses: IntEnum
+            return int(value)
+        if isinstance(value, float):  # subclasses: numpy.float64
+            return float(value)
+    except Exception:  # a dead weakref.proxy, an int() that raises: not a number
+        return None
     module = kind.__module__.partition(".")[0]
     if module in ("numpy", "torch"):
         return _item(value)
@@ -269,9 +274,12 @@ def _as_number(value: object) -> int | float | None:
 def _item(value: object) -> int | float | None:
     # numpy scalars, 0-d arrays and 0-d tensors of an int or float dtype; .item() on a
     # CUDA tensor syncs the device, which aggregating cannot avoid.
-    if getattr(value, "ndim", None) != 0:
+    try:
+        if getattr(value, "ndim", None) != 0:
+            return None
+        item = value.item()  # type: ignore[attr-defined]
+    except Exception:  # a numpy dtype (ndim 0, no item()), a meta tensor: not a number
         return None
-    item = value.item()  # type: ignore[attr-defined]
     kind = type(item)
     return item if kind is float or kind is int else None
 
