@@ -280,3 +280,42 @@ def test_console_line_shortens_long_values() -> None:
 
     assert "x" * 57 + "..." in line
     assert len(line) < 200
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c", "pure"])
+def test_torch_devices_and_dtypes_are_written_as_their_str_without_a_warning(
+    run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if pure:
+        monkeypatch.setattr("runlines.run._Writer", None)
+    config = {"device": torch.device("cpu"), "dtype": torch.bfloat16, "np": np.dtype("int8")}
+
+    with Run("r", run_dir, stdout=False, config=config) as run:  # filterwarnings=error
+        run.log("v", device=torch.device("cuda", 1), dtype=torch.float32)
+
+    start, record = (json.loads(line) for line in run.path.read_text().splitlines()[:2])
+    assert start["config"] == {"device": "cpu", "dtype": "torch.bfloat16", "np": "int8"}
+    assert (record["device"], record["dtype"]) == ("cuda:1", "torch.float32")
+
+
+class _Opaque:
+    def __repr__(self) -> str:
+        return "<opaque>"
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c", "pure"])
+def test_runlines_warnings_point_at_the_users_call(
+    run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if pure:
+        monkeypatch.setattr("runlines.run._Writer", None)
+    monkeypatch.setattr("runlines.encoding._warned_types", set())
+
+    with Run("r", run_dir, stdout=False) as run, pytest.warns(RunlinesWarning) as caught:
+        run.log("v", thing=_Opaque())  # cannot encode: its repr
+        run.log("w", loss=1.0)
+        run.log("w", loss="high")  # a change of type
+        run.log("x", GradNorm=1.0)  # an alias of grad_norm
+
+    assert len(caught) == 3
+    assert {Path(w.filename).name for w in caught} == {Path(__file__).name}

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
@@ -171,6 +172,81 @@ class TestSameBytes:
                     frozen.tick(0.5)
         (end,) = records(run.path, "run_end")
         assert end["spans"]["eval"] == {"count": 4, "total_s": 2.0, "mean_s": 0.5, "max_s": 0.5}
+
+
+def _tensor(value: float) -> Any:
+    import torch
+
+    return torch.tensor(value)
+
+
+# Values a light plan takes: short strings (some with secrets or quotes), None, 0-d numpy and
+# torch values, non-finite floats, and values that make the fast path hand the call back.
+_LIGHT = st.one_of(
+    _PLAIN,
+    st.sampled_from(["train", "eval", 'say "hi"', "nullspace", "ada@example.org", ""]),
+    st.sampled_from(["ghp_" + "a" * 36, "best@epoch12.ckpt", "x" * 300, "bad\ud800"]),
+    st.text(max_size=8),
+    st.none(),
+    st.sampled_from([math.nan, math.inf]),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).map(_tensor),
+    st.sampled_from([np.float32(0.5), np.int64(7), np.bool_(True), np.float64(1e300)]),
+    st.sampled_from([np.zeros(2), "tensor-shape"]).map(
+        lambda v: _tensor(1.0).reshape(1) if isinstance(v, str) else v
+    ),
+)
+
+
+class TestLightSameBytes:
+    """Strings and 0-d tensors: the fast path writes what Python writes, byte for byte."""
+
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(rows=st.lists(st.dictionaries(_NAMES, _LIGHT, min_size=1, max_size=4), min_size=1))
+    def test_records_of_strings_and_tensors_are_written_as_python_writes_them(
+        self, tmp_path_factory: pytest.TempPathFactory, rows: list[dict[str, Any]]
+    ) -> None:
+        base = tmp_path_factory.mktemp("light")
+
+        def scenario(run: Run) -> None:
+            for row in rows * 3:  # later rounds repeat every key set: planned, fast
+                run.log("rec", **row)
+
+        lines, _ = both_paths(base, scenario)
+        assert sum(b'"event":"rec"' in line for line in lines) == len(rows) * 3
+
+    def test_string_and_tensor_records_take_the_fast_path_after_their_first(
+        self, run_dir: Path
+    ) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            run.log("train_step", step=0, loss=_tensor(0.5), split="train", note=None)
+            before = run._writer.hits
+            for step in range(1, 101):
+                run.log("train_step", step=step, loss=_tensor(0.25), split="train", note=None)
+            assert run._writer.hits - before == 100
+
+        last = records(run.path, "train_step")[-1]
+        assert last == {**last, "loss": 0.25, "split": "train", "note": None}
+
+    def test_a_secret_in_a_repeated_string_is_redacted_on_every_record(self, run_dir: Path) -> None:
+        token = "ghp_" + "b" * 36
+
+        def scenario(run: Run) -> None:
+            for _ in range(5):
+                run.log("push", target=f"token {token}", step=1)
+
+        lines, _ = both_paths(run_dir, scenario)
+        assert sum(b'"event":"push"' in line for line in lines) == 5
+        assert all(token.encode() not in line for line in lines)
+
+    def test_a_string_where_a_tensor_was_warns_on_both_paths(self, run_dir: Path) -> None:
+        def scenario(run: Run) -> None:
+            for loss in (_tensor(0.5), _tensor(0.25), "diverged", _tensor(0.1)):
+                run.log("step", loss=loss)
+
+        _, said = both_paths(run_dir, scenario)
+        assert sum("changed type" in message for message in said) == 1
 
 
 def both_paths(run_dir: Path, scenario: Any) -> tuple[list[bytes], list[str]]:

@@ -18,7 +18,8 @@ import math
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
+import weakref
+from collections.abc import Iterator, Mapping
 from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -407,3 +408,90 @@ def test_an_array_over_the_inline_limit_is_refused_at_the_call_and_the_run_goes_
         run.log("v", after=1)
 
     assert [len(r) for r in logged_back(run.path, "v")] == [1, 1]
+
+
+class _UnresolvableConfig(Mapping[str, Any]):
+    """An OmegaConf-like config whose one entry holds an unresolvable ${...}."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "lr":
+            return 0.1
+        raise KeyError(f"unresolvable interpolation ${{{key}}}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["lr", "data_dir"])
+
+    def __len__(self) -> int:
+        return 2
+
+
+class _BadStr:
+    def __str__(self) -> str:
+        raise ValueError("no str")
+
+    __repr__ = __str__
+
+    def __hash__(self) -> int:
+        return 1
+
+
+class _Gone:
+    pass
+
+
+def _broken_values() -> dict[str, Any]:
+    import torch
+
+    gone = _Gone()
+    proxy = weakref.proxy(gone)
+    del gone
+    return {
+        "config": _UnresolvableConfig(),
+        "proxy": proxy,
+        "bad_key": {_BadStr(): 1},
+        "dtype": np.dtype("float32"),
+        "meta": torch.tensor(1.0, device="meta"),
+    }
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c", "pure"])
+@pytest.mark.parametrize("where", ["log", "config", "aggregate", "span"])
+def test_values_whose_conversion_raises_are_written_never_raised(
+    run_dir: Path, where: str, pure: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if pure:
+        monkeypatch.setattr("runlines.run._Writer", None)
+    values = _broken_values()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RunlinesWarning)  # "logged as its repr()"
+        config = values if where == "config" else None
+        with Run("r", run_dir, stdout=False, config=config) as run:
+            if where == "aggregate":
+                run.sample("v", every=2, aggregate=True)
+            for _ in range(2):
+                if where == "span":
+                    with run.span("eval", **values):
+                        pass
+                elif where != "config":
+                    run.log("v", **values)
+
+    records, tail = read_log(run.path)
+    assert tail == b""
+    event = {"log": "v", "aggregate": "v", "span": "span", "config": "run_start"}[where]
+    written = [r for r in records if r["event"] == event][-1]
+    fields = written["config"] if where == "config" else written
+    assert fields["config"] == {"lr": 0.1, "data_dir": AnyText("KeyError")}
+    assert fields["proxy"] == AnyText("weakproxy")
+    assert fields["bad_key"] == {"<unrepresentable _BadStr key>": 1}
+    assert fields["dtype"] == "float32"
+    assert fields["meta"] == AnyText("meta")
+
+
+class AnyText(str):
+    """Equal to any str that contains this text."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and str.__contains__(other, str(self))
+
+    __hash__ = str.__hash__
