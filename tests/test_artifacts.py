@@ -453,3 +453,45 @@ def test_importing_the_modules_imports_no_heavy_library() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert out.stdout.strip() == "[]"
+
+
+class TestRelativeRunDirectory:
+    def test_a_relative_run_directory_records_paths_from_the_log_folder(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from runlines import Run
+
+        monkeypatch.chdir(tmp_path)
+        with Run("r", "out", stdout=False) as run:
+            target = run.artifact("preds", np.zeros(3))
+
+        record = next(
+            r for r in map(json.loads, run.path.read_text().splitlines()) if r["event"] == "artifact"
+        )
+        assert target.is_absolute()
+        assert target == tmp_path / "out" / "r.artifacts" / "preds.npy"
+        assert record["path"] == "r.artifacts/preds.npy"
+        assert (tmp_path / "out" / record["path"]).is_file()
+
+
+class TestSteps:
+    @pytest.mark.parametrize("kind", ["numpy", "torch"])
+    def test_an_integer_numpy_or_torch_step_is_a_step(
+        self, log_dir: Path, art_dir: Path, kind: str
+    ) -> None:
+        import torch
+
+        step = np.int64(5) if kind == "numpy" else torch.tensor(5)
+
+        target, record = save_artifact(log_dir, art_dir, "preds", b"x", step=step)
+
+        assert record["step"] == 5
+        assert type(record["step"]) is int
+        assert target.name == "preds-step5.bin"
+
+    @pytest.mark.parametrize("step", [-1, True, 1.5, "3", np.float64(2.0), np.bool_(True)])
+    def test_a_step_that_is_not_a_non_negative_int_is_refused(
+        self, log_dir: Path, art_dir: Path, step: object
+    ) -> None:
+        with pytest.raises(FieldError, match="non-negative int"):
+            save_artifact(log_dir, art_dir, "preds", b"x", step=step)  # type: ignore[arg-type]

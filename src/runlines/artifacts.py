@@ -6,13 +6,14 @@ Knows the run's directory, not sinks: returns the fields of the record that poin
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import secrets
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, SupportsIndex
 
 import orjson
 
@@ -37,7 +38,7 @@ def save_artifact(
     obj: object = None,
     *,
     path: str | os.PathLike[str] | None = None,
-    step: int | None = None,
+    step: SupportsIndex | None = None,
 ) -> tuple[Path, dict[str, object]]:
     """Save *obj* under *artifacts_dir*, or register the file or folder at *path*.
 
@@ -47,13 +48,14 @@ def save_artifact(
         ``shape`` and ``dtype`` for arrays, and ``step`` when given.
 
     Raises:
-        FieldError: a name that is not a plain file name, a bad step, not exactly one of
-            *obj* and *path*.
+        FieldError: a name that is not a plain file name, a bad step (an int, or a 0-d
+            integer numpy or torch value, that is not negative), not exactly one of *obj*
+            and *path*.
         FileNotFoundError: *path* does not exist.
         TypeError: *obj* is of a type this cannot save.
     """
     _check_name(name)
-    _check_step(step)
+    step = _step_of(step)
     if (obj is None) == (path is None):
         got = "neither" if obj is None else "both"
         msg = (
@@ -67,7 +69,7 @@ def save_artifact(
     else:
         plan = _plan(name, obj)
         stem = name if step is None else f"{name}-step{step}"
-        target, size, digest = _write_new(artifacts_dir, stem, plan)
+        target, size, digest = _write_new(Path(os.path.abspath(artifacts_dir)), stem, plan)
         fmt, meta = plan.format, plan.meta
     record: dict[str, object] = {
         "name": name,
@@ -105,10 +107,23 @@ def _check_name(name: object) -> None:
         raise FieldError(msg)
 
 
-def _check_step(step: object) -> None:
-    if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
-        msg = f"artifact step must be a non-negative int or None, got {step!r}"
+def _step_of(step: object) -> int | None:
+    """Return *step* as an int: an int, np.int64(5) and torch.tensor(5) are steps, as in log()."""
+    if step is None:
+        return None
+    number: int | None = None
+    if not isinstance(step, bool) and type(step).__name__ not in ("bool_", "bool"):
+        try:
+            number = operator.index(step)  # type: ignore[arg-type]
+        except Exception:  # a float, a str, a tensor of floats or of several items
+            number = None
+    if number is None or number < 0:
+        msg = (
+            "artifact step must be a non-negative int (or a 0-d integer numpy or torch value) "
+            f"or None, got {step!r}"
+        )
         raise FieldError(msg)
+    return number
 
 
 # -- registering an existing file ----------------------------------------------------------
@@ -169,6 +184,7 @@ def _record_path(target: Path, log_dir: Path) -> str:
     # Relative to the log's folder, so moving the folder (or a tree that holds both) keeps
     # the record valid; absolute when the two share nothing but the filesystem root.
     base = os.path.abspath(log_dir)
+    target = Path(os.path.abspath(target))
     try:
         common = os.path.commonpath([base, target])
     except ValueError:  # different Windows drives

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from types import MethodType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
 from runlines import _context, _lifecycle, _native
 from runlines._warnings import warn_user
@@ -258,7 +258,7 @@ class Run:
         obj: Any = None,
         *,
         path: str | os.PathLike[str] | None = None,
-        step: int | None = None,
+        step: SupportsIndex | None = None,
         **fields: Any,
     ) -> Path:
         """Save *obj* to a side file (or register an existing file with *path*) and log it.
