@@ -465,9 +465,8 @@ class TestRelativeRunDirectory:
         with Run("r", "out", stdout=False) as run:
             target = run.artifact("preds", np.zeros(3))
 
-        record = next(
-            r for r in map(json.loads, run.path.read_text().splitlines()) if r["event"] == "artifact"
-        )
+        lines = run.path.read_text().splitlines()
+        record = next(r for r in map(json.loads, lines) if r["event"] == "artifact")
         assert target.is_absolute()
         assert target == tmp_path / "out" / "r.artifacts" / "preds.npy"
         assert record["path"] == "r.artifacts/preds.npy"

@@ -60,8 +60,9 @@ def _capture(records: Records, settings: CaptureSettings | None = None) -> Captu
 
 
 class TestParseCapture:
-    def test_true_captures_warnings_only(self) -> None:
-        assert parse_capture(True) == CaptureSettings(warnings=True, logging_level=None)
+    def test_true_captures_warnings_and_log_records_at_warning(self) -> None:
+        expected = CaptureSettings(warnings=True, logging_level=logging.WARNING)
+        assert parse_capture(True) == expected
 
     @pytest.mark.parametrize("value", [False, None, []])
     def test_false_none_and_empty_capture_nothing(self, value: object) -> None:

@@ -175,3 +175,49 @@ def test_unknown_capture_value_is_refused_before_any_file(run_dir: Path) -> None
         Run("bad", run_dir, stdout=False, capture="everything")
 
     assert not (run_dir / "bad.jsonl").exists()
+
+
+def test_logging_is_captured_by_default_at_warning_and_above(run_dir: Path) -> None:
+    logger = logging.getLogger("tests.capture_run.default")
+
+    with Run("d", run_dir, stdout=False) as run:
+        logger.warning("loader worker %d restarted", 3)
+        logger.info("below the level")
+
+    assert [(r["level"], r["message"]) for r in _records(run.path, "log")] == [
+        ("WARNING", "loader worker 3 restarted")
+    ]
+
+
+def test_capture_adds_no_handler_so_basic_config_and_stderr_work_as_without_runlines(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])
+    logger = logging.getLogger("tests.capture_run.once")
+
+    with Run("b", run_dir, stdout=False) as run:
+        assert root.handlers == []
+        assert not logger.hasHandlers()
+        logging.basicConfig(format="basic: %(message)s")  # configures: root has no handler
+        logger.warning("printed once")
+        root.handlers.clear()
+
+    assert capsys.readouterr().err.splitlines() == ["basic: printed once"]
+    assert [r["message"] for r in _records(run.path, "log")] == ["printed once"]
+    assert logging.Logger.callHandlers.__module__ == "logging"
+
+
+def test_a_logger_that_does_not_propagate_is_captured_too(run_dir: Path) -> None:
+    library = logging.getLogger("tests.capture_run.library")  # as transformers sets its own
+    library.propagate = False
+    library.addHandler(logging.NullHandler())
+
+    try:
+        with Run("p", run_dir, stdout=False) as run:
+            logging.getLogger("tests.capture_run.library.trainer").warning("lr is 0")
+    finally:
+        library.propagate = True
+        library.handlers.clear()
+
+    assert [r["message"] for r in _records(run.path, "log")] == ["lr is 0"]

@@ -45,9 +45,9 @@ class CaptureSettings:
 def parse_capture(value: object, *, level: int | str = logging.WARNING) -> CaptureSettings:
     """Return the settings that `Run(..., capture=value)` asks for.
 
-    *value* is True (warnings, the default), False or None (nothing), "warnings", "logging",
-    "all", an iterable of those names, or a `CaptureSettings`. *level* is the lowest level of
-    the log records captured: a `logging` level number or name ("INFO").
+    *value* is True (warnings and log records, the default: "all"), False or None (nothing),
+    "warnings", "logging", "all", an iterable of those names, or a `CaptureSettings`. *level* is
+    the lowest level of the log records captured: a `logging` level number or name ("INFO").
 
     Raises:
         ValueError: *value* or *level* is none of those.
@@ -56,7 +56,7 @@ def parse_capture(value: object, *, level: int | str = logging.WARNING) -> Captu
         return value
     logging_level = _check_level(level)
     if value is True:
-        return CaptureSettings(warnings=True)
+        return CaptureSettings(warnings=True, logging_level=logging_level)
     if value is False or value is None:
         return CaptureSettings(warnings=False)
     names = _capture_names(value)
@@ -103,7 +103,9 @@ class _Emitting(threading.local):
 
 
 _emitting = _Emitting()
-_lock = threading.Lock()  # guards the swaps of warnings.showwarning
+_lock = threading.Lock()  # guards the swaps of warnings.showwarning and Logger.callHandlers
+_log_captures: tuple[_LogCapture, ...] = ()  # replaced whole: a logging thread sees old or new
+_call_handlers: Callable[[logging.Logger, logging.LogRecord], None] | None = None  # logging's own
 
 
 class Capture:
@@ -111,14 +113,17 @@ class Capture:
 
     Warnings still reach the previous `warnings.showwarning` (stderr, by default) and log
     records the logging handlers that were there before; the once-per-location rule of the
-    warnings filters holds, since only warnings the filters let through are shown.
+    warnings filters holds, since only warnings the filters let through are shown. Log records
+    are seen where a logger hands them to its handlers (`Logger.callHandlers`), so no handler
+    is added to any logger: `logging.basicConfig()`, `hasHandlers()` and logging's last resort
+    behave as without runlines, and nothing prints twice.
     """
 
     def __init__(self, settings: CaptureSettings, emit: Emit) -> None:
         self.settings = settings
         self._emit = emit
         self._hook: _WarningHook | None = None
-        self._handler: _LogHandler | None = None
+        self._handler: _LogCapture | None = None
 
     def install(self) -> None:
         """Start capturing; a second call before `restore` does nothing."""
@@ -126,10 +131,10 @@ class Capture:
             if self.settings.warnings and self._hook is None:
                 self._hook = _WarningHook(self._emit, _live_link(warnings.showwarning))
                 warnings.showwarning = self._hook
-        level = self.settings.logging_level
-        if level is not None and self._handler is None:
-            self._handler = _LogHandler(self._emit, level, skip_warnings=self.settings.warnings)
-            logging.getLogger().addHandler(self._handler)
+            level = self.settings.logging_level
+            if level is not None and self._handler is None:
+                self._handler = _LogCapture(self._emit, level, skip_warnings=self.settings.warnings)
+                _add_log_capture(self._handler)
 
     def restore(self) -> None:
         """Stop capturing and put back what `install` replaced; restoring twice does nothing.
@@ -138,10 +143,10 @@ class Capture:
         after this capture replaced it since: then that is left in place, and this capture's
         link in the chain only passes warnings on.
         """
-        handler, self._handler = self._handler, None
-        if handler is not None:
-            logging.getLogger().removeHandler(handler)
         with _lock:
+            handler, self._handler = self._handler, None
+            if handler is not None:
+                _remove_log_capture(handler)
             hook, self._hook = self._hook, None
             if hook is None:
                 return
@@ -204,28 +209,54 @@ class _WarningHook:
         self.previous(message, category, filename, lineno, file, line)
 
 
-class _LogHandler(logging.Handler):
-    """A root-logger handler that emits `log` records; the other handlers work as before."""
+def _captured_call_handlers(logger: logging.Logger, record: logging.LogRecord) -> None:
+    """Logger.callHandlers while a capture is on: logging's handlers, then each capture."""
+    original = _call_handlers
+    try:
+        if original is not None:
+            original(logger, record)
+    finally:
+        for capture in _log_captures:
+            capture.handle(record)
+
+
+def _add_log_capture(capture: _LogCapture) -> None:
+    """Start passing log records to *capture* (the caller holds _lock)."""
+    global _log_captures, _call_handlers
+    _log_captures = (*_log_captures, capture)
+    if logging.Logger.callHandlers is not _captured_call_handlers:
+        _call_handlers = logging.Logger.callHandlers
+        logging.Logger.callHandlers = _captured_call_handlers  # type: ignore[method-assign,assignment]
+
+
+def _remove_log_capture(capture: _LogCapture) -> None:
+    """Stop passing log records to *capture*; the last one puts logging's own method back,
+    unless something replaced it since (then ours stays in that chain, passing records on)."""
+    global _log_captures
+    _log_captures = tuple(c for c in _log_captures if c is not capture)
+    if not _log_captures and logging.Logger.callHandlers is _captured_call_handlers:
+        logging.Logger.callHandlers = _call_handlers  # type: ignore[method-assign,assignment]
+
+
+class _LogCapture:
+    """Emit `log` records for the log records at or above a level, but not runlines' own."""
 
     def __init__(self, emit: Emit, level: int, *, skip_warnings: bool) -> None:
-        # Level NOTSET: the handler sees every record, to stand in for logging's last resort
-        # (below); it captures only those at or above *level*.
-        super().__init__(logging.NOTSET)
         self._emit = emit
         self._capture_level = level
         # With logging.captureWarnings(True), a warning is already a `warning` record.
         self._skip = (_WARNINGS_LOGGER,) if skip_warnings else ()
         self._formatter = logging.Formatter()
 
-    def emit(self, record: logging.LogRecord) -> None:
-        if self._should_capture(record):
-            try:
-                fields = self._fields(record)
-            except Exception:
-                self.handleError(record)
-            else:
-                _emit_guarded(self._emit, "log", fields)
-        self._stand_in_for_last_resort(record)
+    def handle(self, record: logging.LogRecord) -> None:
+        if not self._should_capture(record):
+            return
+        try:
+            fields = self._fields(record)
+        except Exception as err:  # a message whose % formatting fails: logging reports it too
+            _report(f"could not record a log record in the run ({err!r})")
+        else:
+            _emit_guarded(self._emit, "log", fields)
 
     def _should_capture(self, record: logging.LogRecord) -> bool:
         name = record.name
@@ -246,33 +277,3 @@ class _LogHandler(logging.Handler):
         if record.exc_info:
             fields["exc_text"] = self._formatter.formatException(record.exc_info)
         return fields
-
-    def _stand_in_for_last_resort(self, record: logging.LogRecord) -> None:
-        """Hand *record* to `logging.lastResort` when logging would have without this handler.
-
-        Logging prints to stderr through its last resort only when no handler at all is on a
-        record's way up; this handler must not silence what users saw before.
-        """
-        last_resort = logging.lastResort
-        if (
-            last_resort is not None
-            and record.levelno >= last_resort.level
-            and _is_only_capture_on_path(record.name, self)
-        ):
-            last_resort.handle(record)
-
-
-def _is_only_capture_on_path(name: str, ours: _LogHandler) -> bool:
-    """Return True when only capture handlers, *ours* first, are on logger *name*'s way up."""
-    logger: Any = logging.Logger.manager.loggerDict.get(name)
-    if not isinstance(logger, logging.Logger):
-        logger = logging.getLogger()  # a record of the root logger, or made by hand
-    first = None
-    while logger is not None:
-        for handler in logger.handlers:
-            if not isinstance(handler, _LogHandler):
-                return False
-            if first is None:
-                first = handler
-        logger = logger.parent if logger.propagate else None
-    return first is ours
