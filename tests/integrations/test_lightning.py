@@ -108,7 +108,7 @@ def test_training_metrics_are_train_step_records_with_step(
 ) -> None:
     steps = _of(records, "train_step")
 
-    assert [record["step"] for record in steps] == [0, 1, 2, 3]
+    assert [record["step"] for record in steps] == [1, 2, 3, 4]  # the trainer's global_step
     assert all(set(record) == {"ts", "event", "run", "step", "epoch", "loss"} for record in steps)
 
 
@@ -126,11 +126,20 @@ def test_every_checkpoint_file_is_an_artifact(run_dir: Path, records: list[dict[
 
     assert [(a["name"], a["path"], a.get("step")) for a in artifacts] == [
         ("checkpoint", f"{folder}/epoch=0-step=2.ckpt", 2),
-        ("checkpoint", f"{folder}/last.ckpt", None),
+        ("checkpoint", f"{folder}/last.ckpt", 2),
         ("checkpoint", f"{folder}/epoch=0-step=4.ckpt", 4),
-        ("checkpoint", f"{folder}/last.ckpt", None),
+        ("checkpoint", f"{folder}/last.ckpt", 4),
     ]
     assert artifacts[-1]["sha256"] == hash_path(run_dir / folder / "last.ckpt")
+
+
+def test_metrics_evaluations_and_checkpoints_share_one_step_numbering(
+    records: list[dict[str, Any]],
+) -> None:
+    evals = [record["step"] for record in _of(records, "eval")]
+    checkpoints = sorted({record["step"] for record in _of(records, "artifact")})
+
+    assert evals == checkpoints == [2, 4]  # validated and saved every 2 optimizer steps
 
 
 def test_successful_fit_ends_the_run_ok(records: list[dict[str, Any]]) -> None:
@@ -283,3 +292,14 @@ class TestLoggerWithoutTrainer:
         records = _records(tmp_path / "again.jsonl")
         assert [r["attempt"] for r in _of(records, "run_start")] == [1, 2]
         assert [r["status"] for r in _of(records, "run_end")] == ["ok", "ok"]
+
+
+def test_the_logger_says_where_its_log_is(run_dir: Path) -> None:
+    logger = RunlinesLogger("tiny", run_dir / "where", stdout=False)
+    assert logger.path is None
+
+    logger.log_metrics({"loss": 1.0}, step=0)
+    logger.finalize("success")
+
+    assert logger.path == run_dir / "where" / "tiny.jsonl"
+    assert logger.path.is_file()

@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import re
 import sys
+import weakref
 from argparse import Namespace
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -44,6 +45,9 @@ class RunlinesLogger(Logger):
     `experiment`, with the hyperparameters Lightning handed over as its `config`; *run_kwargs*
     go to `Run`. `finalize` closes it with the status Lightning reports. Pass `run=` to log
     into a run of your own instead: the logger joins it and leaves closing it to you.
+
+    Every record's `step` is the trainer's `global_step` (optimizer steps taken) when it was
+    written: metrics, evaluations and checkpoints of one point in training share a step.
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class RunlinesLogger(Logger):
         self._run_kwargs = run_kwargs
         self._hyperparams: dict[str, Any] = {}
         self._registered: dict[str, tuple[int, int, int]] = {}  # checkpoint -> its stat stamp
+        self._trainer: Callable[[], Any] | None = None  # a weakref, set by log_graph()
 
     # -- what Lightning asks of a logger ------------------------------------------------------
 
@@ -92,6 +97,11 @@ class RunlinesLogger(Logger):
         return str(self._directory / self._name)
 
     @property
+    def path(self) -> Path | None:
+        """The run's log file, once the run has opened (None before, and on other ranks)."""
+        return None if self._run is None else self._run.path
+
+    @property
     @rank_zero_experiment
     def experiment(self) -> Run:
         """The run. Until the first use it is a stand-in that opens the run when used."""
@@ -112,10 +122,24 @@ class RunlinesLogger(Logger):
             # fails, restores them after finalize(); a run opened now would leave its own.
             self._hyperparams.update(params)
 
+    def log_graph(self, model: Any, input_array: Any = None) -> None:
+        """Note the trainer of *model*: Lightning calls this as each stage starts."""
+        try:
+            trainer = model.trainer
+        except Exception:  # a module not attached to a trainer (RuntimeError)
+            return
+        if trainer is not None:
+            self._trainer = weakref.ref(trainer)
+
     @rank_zero_only
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
-        """Write *metrics* as `train_step` and `eval` records (val_ and test_ names) with step."""
+        """Write *metrics* as `train_step` and `eval` records (val_ and test_ names) with step.
+
+        The step is the trainer's `global_step`; *step* (Lightning's count of logged batches,
+        one behind it during training) only without a trainer.
+        """
         run = self._open()
+        step = self._global_step(step)
         head = {"step": step} if step is not None else {}
         for event, fields in _records(metrics):
             run.log(event, **head, **fields)
@@ -131,7 +155,8 @@ class RunlinesLogger(Logger):
             stamp = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
             if self._registered.get(path) != stamp:
                 self._registered[path] = stamp
-                self._open().artifact("checkpoint", path=path, step=_step_of(path))
+                step = self._global_step(_step_of(path))
+                self._open().artifact("checkpoint", path=path, step=step)
 
     @rank_zero_only
     def finalize(self, status: str) -> None:
@@ -155,6 +180,12 @@ class RunlinesLogger(Logger):
         run.__exit__(type(exc), exc, exc.__traceback__)
 
     # -- the run ------------------------------------------------------------------------------
+
+    def _global_step(self, fallback: int | None) -> int | None:
+        """Return the trainer's global_step, or *fallback* when no trainer is known."""
+        trainer = None if self._trainer is None else self._trainer()
+        step = getattr(trainer, "global_step", None)
+        return step if isinstance(step, int) else fallback
 
     def _is_open(self) -> bool:
         run = self._run
