@@ -26,7 +26,7 @@
 typedef struct {
     PyObject *event;   /* the event str of the call */
     PyObject *kwnames; /* the call site's tuple of field names */
-    PyObject *types;   /* a light plan's value types (run.py's plan[2]), else NULL */
+    PyObject *types;   /* a light plan's value types (run.py's plan[1]), else NULL */
     int fast;          /* the plan lets plain values through; else always hand to Python */
 } Entry;
 
@@ -37,7 +37,7 @@ typedef struct {
     PyObject *failed;    /* Run._write_failed(fd, line, written, err) */
     PyObject *span_slow; /* Run._log_span: every span record the fast path declines */
     PyObject *span_names; /* the run's dict: span name -> its redacted form */
-    PyObject *plans;     /* the run's dict: (event, *names) -> (quotes, mode, types) */
+    PyObject *plans;     /* the run's dict: (event, *names) -> (mode, types) */
     PyObject *texts;     /* the run's dict: short str value -> its redacted form */
     PyObject *samplers;  /* the run's dict: event -> sampler (replaced whole by the run) */
     PyObject *globals;   /* runlines.run's globals: _now is looked up per call (freezegun) */
@@ -179,11 +179,11 @@ learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
         PyErr_Clear();
         return NULL;
     }
-    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 3) {
+    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 2) {
         return NULL;
     }
-    PyObject *mode_obj = PyTuple_GET_ITEM(plan, 1);
-    PyObject *types = PyTuple_GET_ITEM(plan, 2);
+    PyObject *mode_obj = PyTuple_GET_ITEM(plan, 0);
+    PyObject *types = PyTuple_GET_ITEM(plan, 1);
     long mode = PyLong_CheckExact(mode_obj) ? PyLong_AsLong(mode_obj) : -1;
     if (mode == MODE_LIGHT && (!PyTuple_CheckExact(types) || PyTuple_GET_SIZE(types) != n)) {
         mode = -1;

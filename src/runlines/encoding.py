@@ -25,10 +25,12 @@ from runlines._warnings import warn_user
 from runlines.errors import FieldError, RunlinesWarning
 
 __all__ = [
+    "MAX_INLINE_CHARS",
     "MAX_INLINE_ITEMS",
     "NONFINITE_KEY",
     "ORJSON_OPTIONS",
     "Redact",
+    "check_inline",
     "console_line",
     "encode_default",
     "encode_line",
@@ -37,8 +39,11 @@ __all__ = [
     "restore_nonfinite",
 ]
 
-#: Arrays and tensors with more items than this are refused: they belong in run.artifact().
+#: Lists, tuples, sets, arrays and tensors with more items than this are refused in log():
+#: they belong in run.artifact().
 MAX_INLINE_ITEMS: Final = 1000
+#: Strings longer than this are refused in log(), for the same reason.
+MAX_INLINE_CHARS: Final = 20_000
 #: The key that lists the record's non-finite floats by JSON Pointer.
 NONFINITE_KEY: Final = "_nonfinite"
 _NONFINITE_NAMES: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -129,6 +134,53 @@ def encode_default(obj: Any) -> Any:
     if module == "numpy" or module.startswith("torch"):
         return _array_value(obj, module)
     raise TypeError
+
+
+def check_inline(fields: Mapping[str, Any]) -> None:
+    """Refuse a log() field that holds a string or a sequence too large to inline, at any depth.
+
+    Raises:
+        FieldError: a str over MAX_INLINE_CHARS characters, or a list, tuple or set over
+            MAX_INLINE_ITEMS items; the message names the field and points to run.artifact().
+    """
+    for name, value in fields.items():
+        _check_inline(value, name, set(), 0)
+
+
+def _check_inline(value: Any, where: str, seen: set[int], depth: int) -> None:
+    kind = type(value)
+    if kind is int or kind is float or kind is bool or value is None or depth >= _MAX_DEPTH:
+        return
+    try:
+        if isinstance(value, str):
+            if len(value) > MAX_INLINE_CHARS:
+                _refuse(where, f"a string of {len(value):,} characters", MAX_INLINE_CHARS)
+            return
+        if isinstance(value, (list, tuple, set, frozenset)):
+            if len(value) > MAX_INLINE_ITEMS:
+                _refuse(where, f"a {kind.__name__} of {len(value):,} items", MAX_INLINE_ITEMS)
+            items: Any = enumerate(value)
+        elif isinstance(value, Mapping):
+            items = value.items()
+        else:
+            return  # arrays are counted where they are converted (_array_value)
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        for key, item in items:
+            _check_inline(item, f"{where}/{key}", seen, depth + 1)
+    except FieldError:
+        raise
+    except Exception:  # a value that breaks on a look: the careful path writes its repr
+        return
+
+
+def _refuse(where: str, what: str, limit: int) -> None:
+    msg = (
+        f"field {where!r} holds {what}, more than a record inlines (the limit is {limit:,}); "
+        "save it with run.artifact(name, value) and log the returned path instead"
+    )
+    raise FieldError(msg)
 
 
 def _array_value(obj: Any, module: str) -> Any:

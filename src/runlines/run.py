@@ -48,6 +48,7 @@ console_line: Callable[[bytes], str]
 encode_default: Callable[[Any], Any]
 encode_line: Callable[[Mapping[str, Any]], bytes]
 encode_line_safe: Callable[[Mapping[str, Any], Redact | None], bytes]
+check_inline: Callable[[Mapping[str, Any]], None]
 _NO_FIELDS: Final[dict[str, object]] = {}  # a span without fields of its own; never mutated
 # Types that can hold no secret and need no walk before encoding.
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
@@ -58,8 +59,8 @@ _CAREFUL: Final = 2  # anything else, or a secret key: converted, redacted, then
 _MAX_TEXTS: Final = 4096  # distinct short strings whose redacted form is remembered
 _MAX_TEXT_LEN: Final = 256  # longer strings are redacted at every call
 
-# (quotes in a line without string values, how to write it, value types last checked)
-_Plan = tuple[int, int, tuple[type, ...]]
+# (how to write the records, value types last checked)
+_Plan = tuple[int, tuple[type, ...]]
 
 
 class _State(enum.Enum):
@@ -154,16 +155,18 @@ class Run:
                 fields = sampler.offer(fields)  # before any conversion: a drop costs nothing
                 if fields is None:
                     return
-        # Decided once per event and key set: the quote count of a line without strings, how its
-        # values are written (_AS_IS, _LIGHT, _CAREFUL), and the value types last checked.
+        # Decided once per event and key set: how its values are written (_AS_IS, _LIGHT,
+        # _CAREFUL), and the value types last checked.
         key = (event, *fields)
         try:
-            quotes, mode, types = self._plans[key]
+            mode, types = self._plans[key]
         except KeyError:
-            quotes, mode, types = self._plan(event, fields, key)
+            mode, types = self._plan(event, fields, key)
         except TypeError:
             raise _event_error(event) from None
-        prepared = self._prepare(key, fields, types, mode) if mode else fields
+        prepared: dict[str, Any] | None = fields
+        if mode or not _PLAIN.issuperset(map(type, fields.values())):
+            prepared = self._prepare(key, fields, types, mode)
         ts = _now()
         if ts >= self._next_check:
             self._check_file(ts)
@@ -174,6 +177,7 @@ class Run:
         else:
             record = {"ts": ts, "event": event, "run": self.name, "rank": self._rank, **fields}
         if prepared is None:  # values to convert before redaction sees them as text
+            check_inline(fields)
             line = encode_line_safe(record, self._redact)
         else:
             try:
@@ -181,11 +185,7 @@ class Run:
             except JSONEncodeError as err:
                 line = _encode_failed(record, err, self._redact)
             else:
-                if mode:
-                    pass  # _prepare() looked at every value
-                elif line.count(b'"') != quotes:  # a string where none was before
-                    line = self._first_strings(key, fields, record)
-                elif line.find(b"null") >= 0:  # None, or a non-finite float written as null
+                if not mode and line.find(b"null") >= 0:  # None, or NaN written as null
                     line = encode_line_safe(record, self._redact)
         # _emit() inlined: a call frame here is paid once per training step.
         fds = self._fds
@@ -333,14 +333,7 @@ class Run:
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
             self._forget_plans()
-        head: dict[str, Any] = {"ts": 0, "event": event, "run": self.name}
-        if self._rank is not None:
-            head["rank"] = 0
-        try:
-            quotes = _dumps({**head, **dict.fromkeys(fields, 0)}).count(b'"')
-        except JSONEncodeError:  # a name orjson cannot write (a lone surrogate): the careful path
-            quotes = -1
-        plan = (quotes, self._mode_of(fields), tuple(map(type, fields.values())))
+        plan = (self._mode_of(fields), tuple(map(type, fields.values())))
         self._plans[key] = plan  # tuples replaced whole: other threads see old or new
         return plan
 
@@ -358,18 +351,6 @@ class Run:
                 return _CAREFUL
             mode = _LIGHT
         return mode
-
-    def _first_strings(
-        self, key: tuple[Any, ...], fields: dict[str, Any], record: dict[str, Any]
-    ) -> bytes:
-        """Encode the first record of a key set whose values hold strings, redacted; from now
-        on that key set looks at its values."""
-        self._check_kinds(fields)
-        quotes = self._plans[key][0] if key in self._plans else 0
-        mode = max(self._mode_of(fields), _LIGHT)
-        self._plans[key] = (quotes, mode, tuple(map(type, fields.values())))
-        self._forget_plans()
-        return encode_line_safe(record, self._redact)
 
     def _prepare(
         self, key: tuple[Any, ...], fields: dict[str, Any], types: tuple[type, ...], mode: int
@@ -390,7 +371,7 @@ class Run:
                 if now is not kind:
                     break  # a value type the plan has not seen: look again
                 if now is str:
-                    text = self._texts.get(value) or self._text(value)
+                    text = self._texts.get(value) or self._text(name, value)
                     if text is not value:
                         out = dict(fields) if out is None else out
                         out[name] = text
@@ -405,16 +386,18 @@ class Run:
         now_types = tuple(map(type, fields.values()))
         if now_types != types:
             self._check_kinds(fields)
-            quotes = self._plans[key][0] if key in self._plans else 0
             mode = self._mode_of(fields)
-            self._plans[key] = (quotes, mode, now_types)
+            self._plans[key] = (mode, now_types)
             self._forget_plans()
             if mode == _LIGHT:
                 return self._prepare(key, fields, now_types, mode)
         return None
 
-    def _text(self, text: str) -> str:
-        """Return *text* redacted, remembered when short (the C fast path reads _texts too)."""
+    def _text(self, name: str, text: str) -> str:
+        """Return field *name*'s *text* redacted, remembered when short (the C fast path reads
+        _texts too); refuse it when too long to inline."""
+        if len(text) > _MAX_TEXT_LEN:
+            check_inline({name: text})
         safe = text if self._redactor is None else self._redactor.redact_text(text)
         if len(text) <= _MAX_TEXT_LEN and len(self._texts) < _MAX_TEXTS:
             self._texts[text] = safe
@@ -909,7 +892,7 @@ def _last_attempt(path: Path) -> int:
 def _load() -> None:
     """Bind, once, the modules and names that only an open run uses (see _dumps)."""
     global _fields, _dumps, _OPTIONS, JSONEncodeError
-    global console_line, encode_default, encode_line, encode_line_safe
+    global check_inline, console_line, encode_default, encode_line, encode_line_safe
     if "_dumps" in globals():
         return  # an earlier run bound them
     import orjson
@@ -920,4 +903,5 @@ def _load() -> None:
     JSONEncodeError, _OPTIONS = orjson.JSONEncodeError, encoding.ORJSON_OPTIONS
     console_line, encode_default = encoding.console_line, encoding.encode_default
     encode_line, encode_line_safe = encoding.encode_line, encoding.encode_line_safe
+    check_inline = encoding.check_inline
     _dumps = orjson.dumps  # last: a run opening in another thread now finds all of them

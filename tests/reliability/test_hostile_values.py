@@ -495,3 +495,46 @@ class AnyText(str):
         return isinstance(other, str) and str.__contains__(other, str(self))
 
     __hash__ = str.__hash__
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["c", "pure"])
+@pytest.mark.parametrize(
+    ("value", "what"),
+    [
+        (list(range(100_000)), "a list of 100,000 items"),
+        (tuple(range(1001)), "a tuple of 1,001 items"),
+        (set(range(1001)), "a set of 1,001 items"),
+        ("x" * 5_000_000, "a string of 5,000,000 characters"),
+        ({"deep": ["y" * 20_001]}, "a string of 20,001 characters"),
+    ],
+    ids=["list", "tuple", "set", "string", "nested"],
+)
+def test_a_sequence_or_string_over_the_inline_limit_is_refused_on_every_path(
+    run_dir: Path, value: Any, what: str, pure: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if pure:
+        monkeypatch.setattr("runlines.run._Writer", None)
+
+    config = {"vocab": list(range(5000))}
+    with drift_ignored(), Run("r", run_dir, stdout=False, config=config) as run:
+        run.log("v", x=1)  # a plain plan: the big value arrives where a number was
+        run.log("w", x="short")  # a plan with a string
+        for event in ("v", "w", "new"):
+            with pytest.raises(FieldError, match=rf"{what}.*run\.artifact\(name, value\)"):
+                run.log(event, x=value)
+        with pytest.raises(FieldError, match=r"run\.artifact"), run.span("s", x=value):
+            pass
+        run.log("v", x=2)
+
+    assert [r["x"] for r in logged_back(run.path, "v")] == [1, 2]
+    assert [r["x"] for r in logged_back(run.path, "w")] == ["short"]
+
+
+def test_values_at_the_inline_limit_are_written(run_dir: Path) -> None:
+    from runlines.encoding import MAX_INLINE_CHARS, MAX_INLINE_ITEMS
+
+    with Run("r", run_dir, stdout=False) as run:
+        for _ in range(2):
+            run.log("v", items=list(range(MAX_INLINE_ITEMS)), text="t" * MAX_INLINE_CHARS)
+
+    assert len(logged_back(run.path, "v")) == 2
