@@ -238,8 +238,8 @@ def _sanitize(
             items = _sorted_items(value) if isinstance(value, (set, frozenset)) else value
             return _sanitize_items(value, items, pointer, nonfinite, seen, depth)
         return _sanitize_other(value, pointer, nonfinite, seen, depth)
-    except FieldError:
-        raise  # an array too large to inline: the caller's mistake, said at the call
+    except (FieldError, Warning):
+        raise  # an array too large to inline, or our warning under an "error" filter
     except RecursionError:
         return _repr_limited(value)
     except Exception:  # a value whose conversion broke: its repr, never an error
