@@ -43,7 +43,7 @@ __all__ = [
 #: they belong in run.artifact().
 MAX_INLINE_ITEMS: Final = 1000
 #: Strings longer than this are refused in log(), for the same reason.
-MAX_INLINE_CHARS: Final = 20_000
+MAX_INLINE_CHARS: Final = 100_000
 #: The key that lists the record's non-finite floats by JSON Pointer.
 NONFINITE_KEY: Final = "_nonfinite"
 _NONFINITE_NAMES: Final = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}

@@ -1,7 +1,7 @@
 """Records of known content for the kill trials: the writer logs them, the test recomputes them.
 
 Each kind is a size class: tiny records, several fields, arrays and tensors at the inline limit
-(with and without non-finite items), long strings and nested values.
+(with and without non-finite items), strings at the inline limit and nested values.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import math
 import random
 from typing import Any, Final
 
-from runlines.encoding import MAX_INLINE_ITEMS
+from runlines.encoding import MAX_INLINE_CHARS, MAX_INLINE_ITEMS
 
 KINDS: Final = ("tiny", "fields", "array", "array_nonfinite", "long_string", "nested")
 #: Kinds that need torch or write tens of megabytes a record: --long only.
@@ -32,10 +32,15 @@ def plain(kind: str, seq: int) -> dict[str, Any]:
         for index in range(seq % 7, MAX_INLINE_ITEMS, 97):
             values[index] = (math.nan, math.inf, -math.inf)[index % 3]
         return {"seq": seq, "values": values}
-    if kind == "long_string":
-        return {"seq": seq, "text": f"αβγ-日本-{seq}-" * (20_000 + (seq * 7919) % 80_000)}
-    if kind == "huge_string":
-        return {"seq": seq, "text": f"{seq:08d}" * (4 << 20)}
+    if kind == "long_string":  # up to the inline limit: 2 to 4 bytes a character
+        piece = f"αβγ-日本-{seq}-"
+        return {
+            "seq": seq,
+            "text": piece * ((MAX_INLINE_CHARS // len(piece)) - (seq * 7919) % 5_000),
+        }
+    if kind == "huge_string":  # 32 MiB in strings at the inline limit
+        part = f"{seq:08d}" * (MAX_INLINE_CHARS // 8)
+        return {"seq": seq, "text": {f"part{i}": part for i in range(336)}}
     if kind == "nested":
         value: Any = [seq, str(seq), None, {"empty": {}, "list": []}]
         for depth in range(30):

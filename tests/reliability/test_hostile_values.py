@@ -505,7 +505,7 @@ class AnyText(str):
         (tuple(range(1001)), "a tuple of 1,001 items"),
         (set(range(1001)), "a set of 1,001 items"),
         ("x" * 5_000_000, "a string of 5,000,000 characters"),
-        ({"deep": ["y" * 20_001]}, "a string of 20,001 characters"),
+        ({"deep": ["y" * 100_001]}, "a string of 100,001 characters"),
     ],
     ids=["list", "tuple", "set", "string", "nested"],
 )
