@@ -398,3 +398,16 @@ class TestReferences:
                 with run.span(name):
                     pass
             assert (sys.getrefcount(loss), sys.getrefcount(name), sys.getrefcount(event)) == counts
+
+    def test_the_light_fast_path_leaks_no_reference(self, run_dir: Path) -> None:
+        split, tensor, number = "train-split", _tensor(0.5), np.float32(0.25)
+        with Run("r", run_dir, stdout=False) as run:
+            for _ in range(2):  # the first call plans and remembers the text
+                run.log("step", split=split, loss=tensor, lr=number, note=None)
+            before = run._writer.hits
+            counts = sys.getrefcount(split), sys.getrefcount(tensor), sys.getrefcount(number)
+            for _ in range(1000):
+                run.log("step", split=split, loss=tensor, lr=number, note=None)
+            after = sys.getrefcount(split), sys.getrefcount(tensor), sys.getrefcount(number)
+            assert run._writer.hits - before == 1000
+        assert after == counts
