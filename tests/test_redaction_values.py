@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import enum
 import json
+import weakref
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 import pytest
 
 from runlines import Run
-from runlines.redaction import REDACTED, redact_text
+from runlines.redaction import REDACTED, redact, redact_text
 
 _DB_URL = "postgresql://admin:hunter2pass@db.internal:5432/runs"
 
@@ -82,3 +84,27 @@ def test_an_artifact_named_like_an_email_keeps_a_path_that_resolves(run_dir: Pat
 
     (record,) = _records(run.path, "artifact")
     assert (run.path.parent / str(record["path"])).resolve() == target.resolve()
+
+
+class _Unreadable(Mapping[str, object]):
+    def __getitem__(self, key: str) -> object:
+        raise KeyError("unresolvable ${secret}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["a"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_redact_of_a_container_that_breaks_while_walked_hides_it_and_never_raises() -> None:
+    class Gone:
+        pass
+
+    gone = Gone()
+    proxy = weakref.proxy(gone)
+    del gone
+
+    clean = redact({"config": _Unreadable(), "proxy": proxy, "step": 1})
+
+    assert clean == {"config": REDACTED, "proxy": proxy, "step": 1}

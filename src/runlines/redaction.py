@@ -586,9 +586,12 @@ class _Walk:
         """Return *value* redacted; *depth* is the number of containers around it."""
         if type(value) in _ATOMS:
             return value
-        if isinstance(value, str):
-            return self._redactor.redact_text(value)
-        if type(value) not in _PLAIN_CONTAINERS and not _is_container(value):
+        try:
+            if isinstance(value, str):
+                return self._redactor.redact_text(value)
+            if type(value) not in _PLAIN_CONTAINERS and not _is_container(value):
+                return value
+        except Exception:  # a dead weakref.proxy: nothing to read, so nothing to hide
             return value
         if depth >= _MAX_DEPTH:
             return REDACTED
@@ -598,6 +601,8 @@ class _Walk:
         self._active.add(id(value))
         try:
             return self._container(value, depth + 1)
+        except Exception:  # a container that breaks while walked: what it holds is unknown
+            return REDACTED
         finally:
             self._active.discard(id(value))
 
