@@ -36,6 +36,7 @@ __all__ = [
     "encode_line",
     "encode_line_safe",
     "format_console",
+    "read_mapping",
     "restore_nonfinite",
 ]
 
@@ -254,17 +255,32 @@ def _sanitize_mapping(
         return "<cycle>"
     seen.add(id(value))
     out: dict[str, Any] = {}
-    for key in list(value):  # iteration that raises: the whole mapping becomes its repr
+    for key, item in _entries(value):  # iteration that raises: the mapping becomes its repr
         name = _clean_str(key if isinstance(key, str) else _key_text(key))
         escaped = name.replace("~", "~0").replace("/", "~1")
-        try:
-            item = value[key]
-        except Exception as err:  # an unresolvable entry (OmegaConf's ${...}): say which error
-            out[name] = _clean_str(f"<unreadable: {type(err).__name__}: {_error_text(err)}>")
-            continue
         out[name] = _sanitize(item, f"{pointer}/{escaped}", nonfinite, seen, depth + 1)
     seen.discard(id(value))
     return out
+
+
+def read_mapping(mapping: Mapping[Any, Any]) -> dict[Any, Any]:
+    """Return *mapping*'s entries as a dict; an entry that cannot be read (an unresolvable
+    ``${...}`` of an OmegaConf config) becomes a string naming the error."""
+    try:
+        return dict(_entries(mapping))
+    except Exception:  # its iteration raises: one entry that says so
+        return {"<unreadable>": _repr_with_warning(mapping)}
+
+
+def _entries(mapping: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
+    entries = []
+    for key in list(mapping):
+        try:
+            item = mapping[key]
+        except Exception as err:  # an unresolvable entry: say which error
+            item = _clean_str(f"<unreadable: {type(err).__name__}: {_error_text(err)}>")
+        entries.append((key, item))
+    return entries
 
 
 def _key_text(key: Any) -> str:

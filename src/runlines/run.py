@@ -800,7 +800,9 @@ def _config_dict(config: Any) -> dict[str, Any] | None:
     if config is None:
         return None
     if isinstance(config, Mapping):
-        return dict(config)
+        from runlines.encoding import read_mapping
+
+        return read_mapping(config)  # an unresolvable ${...} entry is written, not raised
     import dataclasses
 
     if dataclasses.is_dataclass(config) and not isinstance(config, type):

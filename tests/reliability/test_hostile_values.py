@@ -538,3 +538,11 @@ def test_values_at_the_inline_limit_are_written(run_dir: Path) -> None:
             run.log("v", items=list(range(MAX_INLINE_ITEMS)), text="t" * MAX_INLINE_CHARS)
 
     assert len(logged_back(run.path, "v")) == 2
+
+
+def test_a_config_mapping_with_an_unreadable_entry_opens_the_run(run_dir: Path) -> None:
+    with Run("r", run_dir, stdout=False, config=_UnresolvableConfig()) as run:
+        run.log("v", x=1)
+
+    records, _ = read_log(run.path)
+    assert records[0]["config"] == {"lr": 0.1, "data_dir": AnyText("unresolvable")}
