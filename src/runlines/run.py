@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import enum
 import os
 import threading
@@ -34,6 +35,9 @@ __all__ = ["Run"]
 _MAX_PLANS: Final = 10_000  # dynamic field names must not grow memory without bound
 _CHECK_EVERY_S: Final = 1.0  # a deleted log file is noticed within a second of logging
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
+_END_WAIT_S: Final = 0.1  # a lock held longer at close may be the interrupted code's own
+_DRAIN_STEP_S: Final = 0.0001
+_DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process waits for it
 # Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
 _now = time.time
 _monotonic = time.monotonic
@@ -59,7 +63,8 @@ _Plan = tuple[int, bool, tuple[type, ...]]
 
 class _State(enum.Enum):
     OPEN = "open"  # writing; every constructor call ends here or raises
-    CLOSED = "closed"  # run_end written: log() refuses
+    CLOSING = "closing"  # writing what the samplers owe and run_end: log() refuses
+    CLOSED = "closed"  # run_end written, descriptors closed
 
 
 class Run:
@@ -101,7 +106,12 @@ class Run:
         self._writer: Any = None  # the C fast path of log(), once the run has opened
         self._started = _monotonic()
         self._state = _State.OPEN
-        self._close_lock = threading.RLock()
+        self._close_lock = threading.Lock()  # held only to leave OPEN, never while writing
+        self._io_lock = threading.Lock()  # held around every write to the sinks, and to close
+        self._ended = threading.Event()  # set once run_end is written and the log released
+        self._dying = False  # a signal that ends the process is ending the run
+        self._closing: dict[str, Any] = {}  # samplers whose owed records the end still writes
+        self._end_written = False
         self._next_check = 0.0  # when log() next checks that the log file still exists
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         self._vocabulary = _fields.load_vocabulary(fields)
@@ -139,15 +149,17 @@ class Run:
 
     def log(self, event: str, /, **fields: Any) -> None:
         """Write one record: `ts`, `event`, `run`, then *fields* as given."""
+        sampler = kept = None
         if self._samplers:
             try:
                 sampler = self._samplers.get(event)
             except TypeError:
                 raise _event_error(event) from None
             if sampler is not None:
-                fields = sampler.offer(fields)  # before any conversion: a drop costs nothing
-                if fields is None:
+                kept = sampler.offer(fields)  # before any conversion: a drop costs nothing
+                if kept is None:
                     return
+                fields = kept
         # Decided once per event and key set: the quote count of a line without strings, whether
         # values need redaction, and the value types last checked for drift.
         key = (event, *fields)
@@ -175,28 +187,35 @@ class Run:
                 line = self._first_strings(key, fields, record)
         if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
             line = encode_line_safe(record, self._redact)
-        # _emit() inlined: a call frame here is paid once per training step.
-        fds = self._fds
-        if fds is None:
-            self._emit(line, record)
-            return
-        flush = self._flush_stdout
-        if flush is not None:
-            try:
-                flush()  # the program's own prints first, so our line never lands inside one
-            except (OSError, ValueError):
-                pass  # a closed or broken stdout: the write below counts the drop
-        size = len(line)
-        for fd in fds:
-            try:
-                written = _write(fd, line)
-            except OSError as err:
-                self._write_failed(fd, line, 0, err)
-                continue
-            if written != size:
-                self._write_failed(fd, line, written, None)
-        if self._console is not None:
-            self._console.write_text(console_line(line))
+        # _emit() inlined: a call frame here is paid once per training step. Under _io_lock:
+        # the run cannot close its descriptors between the check of its state and the writes.
+        with self._io_lock:
+            if self._state is _State.OPEN:
+                fds = self._fds
+                if fds is None:
+                    self._emit(line)
+                else:
+                    flush = self._flush_stdout
+                    if flush is not None:
+                        try:
+                            flush()  # the program's own prints first: no line inside one
+                        except (OSError, ValueError):
+                            pass  # a closed or broken stdout: the write below counts the drop
+                    size = len(line)
+                    for fd in fds:
+                        try:
+                            written = _write(fd, line)
+                        except OSError as err:
+                            self._write_failed(fd, line, 0, err)
+                            continue
+                        if written != size:
+                            self._write_failed(fd, line, written, None)
+                    if self._console is not None:
+                        self._console.write_text(console_line(line))
+                if sampler is not None:
+                    sampler.written(kept)  # its count is in the log now: no longer owed
+                return
+        raise self._refused()
 
     def close(self) -> None:
         """Write `run_end` with status "ok" and release the log; closing twice does nothing."""
@@ -254,8 +273,8 @@ class Run:
         The `artifact` record holds the file's path relative to the log's folder, its size and
         sha256, never its content. Returns the artifact's path.
         """
-        if self._state is _State.CLOSED:
-            raise self._closed_error()
+        if self._state is not _State.OPEN:
+            raise self._refused()
         for key in fields:
             _check_field_name(key)
         from runlines.artifacts import save_artifact  # hashlib and friends: on first use
@@ -311,8 +330,8 @@ class Run:
 
     def _plan(self, event: Any, fields: dict[str, Any], key: tuple[Any, ...]) -> _Plan:
         """Check a new event name and key set once, and decide how to write its records."""
-        if self._state is _State.CLOSED:
-            raise self._closed_error()
+        if self._state is not _State.OPEN:
+            raise self._refused()
         _check_event(event)
         for name in fields:
             _check_field_name(name)
@@ -384,8 +403,8 @@ class Run:
                 message = _fields.type_drift_message(name, was, kind)
                 warnings.warn(message, FieldDriftWarning, stacklevel=4)
 
-    def _emit(self, line: bytes, record: Mapping[str, Any]) -> None:
-        """Hand *line* to every sink, and the console line (log() inlines the same steps)."""
+    def _emit(self, line: bytes) -> None:
+        """Hand *line* to every sink, and the console line; the caller holds `_io_lock`."""
         fds = self._fds
         if fds is None:
             for sink in self._sinks:
@@ -417,12 +436,27 @@ class Run:
                 sink.recover(line, written, err)
 
     def _write(self, event: str, fields: Mapping[str, Any]) -> None:
-        """Write a record of runlines' own (lifecycle, artifacts): redacted, the careful path."""
+        """Write a record of runlines' own (artifacts, captures): redacted, the careful path.
+
+        Raises:
+            RunStateError: the run has begun to close.
+        """
+        self._emit_open(self._own_line(event, fields))
+
+    def _emit_open(self, line: bytes) -> None:
+        """Write *line* while the run is open; raise RunStateError once it began to close."""
+        with self._io_lock:
+            if self._state is _State.OPEN:
+                self._emit(line)
+                return
+        raise self._refused()
+
+    def _own_line(self, event: str, fields: Mapping[str, Any]) -> bytes:
         record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
         if self._rank is not None:
             record["rank"] = self._rank
         record.update(fields)
-        self._emit(encode_line_safe(record, self._redact), record)
+        return encode_line_safe(record, self._redact)
 
     def _install_writer(self) -> None:
         """Put the C fast path in front of log() when it is built and log() is ours."""
@@ -473,9 +507,12 @@ class Run:
         self._file.check_path()
 
     def _write_captured(self, event: str, fields: Mapping[str, Any]) -> None:
-        """Write a captured warning or log record, unless the run has ended meanwhile."""
+        """Write a captured warning or log record, unless the run has begun to close."""
         if self._state is _State.OPEN:
-            self._write(event, fields)
+            try:
+                self._write(event, fields)
+            except RunStateError:
+                pass  # it closed since the check: nothing is captured into a closing run
 
     def _log_span(
         self,
@@ -487,7 +524,7 @@ class Run:
         fields: dict[str, object],
     ) -> None:
         """Write a finished span's record; without user fields only its names need redaction."""
-        if fields or "span" in self._samplers or self._state is _State.CLOSED:
+        if fields or "span" in self._samplers or self._state is not _State.OPEN:
             # user fields, a sampled span event or a closed run: the full path of log()
             self.log("span", **span_record(name, duration_s, parent, status, exc_type, fields))
             return
@@ -503,10 +540,9 @@ class Run:
         if exc_type is not None:
             record["exc_type"] = exc_type
         writer = self._writer
-        if writer is not None and writer.enabled:
-            writer.write_record(record)
-        else:
-            self._emit(encode_line(record), record)
+        if writer is not None and writer.enabled and writer.write_record(record):
+            return
+        self._emit_open(encode_line(record))
 
     def _span_name(self, name: str) -> str:
         """Return a span name redacted, checked once per name (span names are few)."""
@@ -519,7 +555,7 @@ class Run:
 
     def _write_owed(self, event: str, sampler: Any) -> None:
         """Write what *sampler* still owes (a pending window, the trailing drops) as *event*."""
-        for fields in sampler.flush():
+        for fields in sampler.flush() or ():
             self._write(event, fields)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -575,26 +611,90 @@ class Run:
         fields["config"] = config if config is not None else {}
         self._write("run_start", fields)
 
-    def _end(self, status: str, details: dict[str, Any]) -> None:
+    def _end(self, status: str, details: dict[str, Any], *, patient: bool = False) -> bool:
+        """Write what the samplers owe and run_end, then release the log; once per run.
+
+        Never waits long for a lock: when one is held, perhaps by the code that a signal
+        handler calling this interrupted, a helper thread finishes the end as soon as the lock
+        is free (patient=True: wait here instead). Returns True when the run has ended, False
+        when the end is still under way (in a helper thread, or in another caller).
+        """
         ended_by_exit = status == "ok" or details.get("exc_type") == "SystemExit"
         if self._terminated_by is not None and ended_by_exit:
             status, details = "terminated", {**details, "signal": self._terminated_by}
-        with self._close_lock:
-            if self._state is _State.CLOSED:
-                return
-            self._state = _State.CLOSED
+        if not self._close_lock.acquire(timeout=-1 if patient else _END_WAIT_S):
+            _start_thread(self._end, status, details, patient=True)
+            return False
+        try:
+            if self._state is not _State.OPEN:
+                return self._state is _State.CLOSED
+            self._state = _State.CLOSING
+            self._closing = dict(self._samplers)  # flushed one by one, in the order of sample()
             self._plans.clear()
             self._sync_writer()
-        self._capture.restore()  # before run_end: nothing is captured into a closed run
-        try:
-            if os.getpid() == self._pid:
-                samplers, self._samplers = self._samplers, {}
-                for event, sampler in samplers.items():
-                    self._write_owed(event, sampler)
-                self._write("run_end", self._end_fields(status, details))
         finally:
-            self._release()
-            _lifecycle.unregister(self)
+            self._close_lock.release()
+        self._capture.restore()  # before run_end: nothing is captured into a closing run
+        return self._finish_end(status, details, patient)
+
+    def _finish_end(self, status: str, details: dict[str, Any], patient: bool) -> bool:
+        """The rest of _end(), from where an earlier try stopped: resumable at every step."""
+        timeout = -1 if patient else _END_WAIT_S
+        try:
+            if not self._drained(timeout) or not self._io_lock.acquire(timeout=timeout):
+                _start_thread(self._finish_end, status, details, True)
+                return False
+            try:
+                if not self._write_closing(status, details, timeout):
+                    _start_thread(self._finish_end, status, details, True)
+                    return False
+                self._release()
+                self._state = _State.CLOSED
+            finally:
+                self._io_lock.release()
+        except BaseException:
+            # A signal handler raised into the end (the job's own, a second SIGTERM): the
+            # helper still writes run_end, and the job gets its exception.
+            if self._state is not _State.CLOSED:
+                _start_thread(self._finish_end, status, details, True)
+            raise
+        _lifecycle.unregister(self)
+        self._ended.set()
+        return True
+
+    def _write_closing(self, status: str, details: dict[str, Any], timeout: float) -> bool:
+        """Write the samplers' owed records, then run_end; the caller holds `_io_lock`.
+
+        Returns False, having written what it could, when a sampler's lock stayed busy.
+        """
+        if os.getpid() != self._pid:
+            return True  # a forked child: run_end is the parent's
+        while self._closing:
+            event, sampler = next(iter(self._closing.items()))
+            records = sampler.flush(timeout=timeout)
+            if records is None:
+                return False
+            for fields in records:
+                self._emit(self._own_line(event, fields))
+            del self._closing[event]
+        if not self._end_written:
+            self._emit(self._own_line("run_end", self._end_fields(status, details)))
+            self._end_written = True
+        return True
+
+    def _drained(self, timeout: float) -> bool:
+        """Wait until no thread is inside a write of the C fast path; False after *timeout*."""
+        writer = self._writer
+        if writer is None:
+            return True
+        # Counted in steps, not read from a clock: a test may freeze the clock.
+        steps = -1 if timeout < 0 else int(timeout / _DRAIN_STEP_S) + 1
+        while writer.writing:
+            if steps == 0:
+                return False
+            steps -= 1
+            time.sleep(_DRAIN_STEP_S)  # releases the GIL: the writing thread finishes its write
+        return True
 
     def _end_fields(self, status: str, details: dict[str, Any]) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -628,6 +728,15 @@ class Run:
                 sinks.append(sink)
         return tuple(sinks)
 
+    def _refused(self) -> RunStateError:
+        """Return the error for a write after the run began to close; the caller holds no lock.
+
+        When a signal is ending the process, the thread waits first for the end it asked for.
+        """
+        if self._dying:
+            self._ended.wait(_DYING_WAIT_S)
+        return self._closed_error()
+
     def _closed_error(self) -> RunStateError:
         msg = (
             f"cannot log to run {self.name!r} after it closed; log inside the 'with Run(...)' "
@@ -637,27 +746,62 @@ class Run:
 
     # -- process hooks (called by _lifecycle) -------------------------------------------------
 
-    def _on_signal(self, signum: int, ends_process: bool) -> None:
+    def _on_signal(self, signum: int, ends_process: bool) -> bool:
+        """Record a signal, or end the run when it ends the process; see `_end` for the result.
+
+        Runs in a signal handler: it waits for no lock that the interrupted code may hold.
+        """
         if os.getpid() != self._pid or self._state is _State.CLOSED:
-            return
+            return True
+        if self._state is _State.CLOSING:
+            return False  # its end is under way: the signal's action waits for it
         import signal  # loaded by _lifecycle, which calls this hook
 
         name = signal.Signals(signum).name
         if ends_process:
-            self._end("terminated", {"signal": name})
-            return
+            self._dying = True
+            return self._end("terminated", {"signal": name})
         if signum == signal.SIGTERM:
             # The job's own handler decides when it ends (checkpoint first, then exit): the run
             # stays open for that, and its run_end says it was terminated.
             self._terminated_by = name
-        self._write("signal", {"signal": name})
+        line = self._own_line("signal", {"signal": name})
+        if self._io_lock.acquire(timeout=_END_WAIT_S):
+            try:
+                if self._state is _State.OPEN:
+                    self._emit(line)
+            finally:
+                self._io_lock.release()
+        else:
+            _start_thread(self._write_later, line)
+        return True
+
+    def _write_later(self, line: bytes) -> None:
+        """Write *line* once `_io_lock` is free (a helper thread's job), unless the run closed."""
+        with self._io_lock:
+            if self._state is _State.OPEN:
+                self._emit(line)
 
     def _on_exit(self, uncaught: BaseException | None) -> None:
-        if os.getpid() == self._pid:
-            self._end(*_status_of(uncaught))
+        if os.getpid() == self._pid and not self._end(*_status_of(uncaught), patient=True):
+            self._ended.wait(_DYING_WAIT_S)  # another thread is ending it: let it finish
 
     def _on_fork_child(self) -> None:
-        """Keep logging from a forked child, but leave run_end and the lock to the parent."""
+        """Keep logging from a forked child, but leave run_end and the lock to the parent.
+
+        A thread of the parent may have held any of the run's locks at the fork: the child,
+        which has only the forking thread, starts with free ones.
+        """
+        self._io_lock = threading.Lock()
+        self._close_lock = threading.Lock()
+        for sampler in self._samplers.values():
+            sampler.after_fork()
+        self._span_stats.after_fork()
+
+
+def _start_thread(function: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    """Run *function* in a new thread, taking none of threading's locks (signal-handler safe)."""
+    _thread.start_new_thread(function, args, kwargs)
 
 
 def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
