@@ -5,6 +5,7 @@ from __future__ import annotations
 import _thread
 import enum
 import os
+import sys
 import threading
 import time
 import warnings
@@ -37,6 +38,7 @@ _CHECK_EVERY_S: Final = 1.0  # a deleted log file is noticed within a second of 
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 _END_WAIT_S: Final = 0.1  # a lock held longer at close may be the interrupted code's own
 _DRAIN_STEP_S: Final = 0.0001
+_LOG_SUFFIX: Final = ".jsonl"
 _DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process waits for it
 # Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
 _now = time.time
@@ -89,11 +91,12 @@ class Run:
         redact: bool | Redactor = True,
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
         capture_level: int | str = "WARNING",
+        resume: Literal["allow", "never", "must"] = "allow",
     ) -> None:
         from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
 
         _load()
-        self.name = _context.check_run_name(name)
+        self.name = _context.check_run_name(_without_log_suffix(name))
         self.id = _context.new_run_id()
         self._dist = _context.distributed_from_env()
         self.directory = Path(directory)
@@ -125,9 +128,15 @@ class Run:
         self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
+        _check_console(console)
         from runlines.capture import Capture, parse_capture  # with logging: when a run opens
 
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
+        # Every argument is checked by now, and the checks below only read: a refused Run
+        # leaves nothing on disk.
+        self._check_not_open_here()
+        _check_resume(resume, self.name, self.directory, self.path)
+        created = not self.path.exists(), not self.path.with_name(f"{self.path.name}.lock").exists()
         self._file = self._open_file(fsync)
         try:
             self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
@@ -141,7 +150,13 @@ class Run:
             self._install_writer()
         except BaseException:
             self._release()
+            self._remove_phantom(*created)
             raise
+        if self.attempt > 1 and resume == "allow":
+            _say(
+                f"continuing run {self.name!r} in {str(self.directory)!r} as attempt "
+                f"{self.attempt} (Run(..., resume='never') refuses an existing log)"
+            )
         _lifecycle.register(self)
         self._capture.install()
 
@@ -296,8 +311,13 @@ class Run:
 
     @property
     def dropped(self) -> int:
-        """Records that a failing sink lost."""
+        """Records that a failing sink lost, all sinks together."""
         return sum(sink.dropped for sink in self._all_sinks())
+
+    @property
+    def dropped_by_sink(self) -> dict[str, int]:
+        """Records each sink lost: ``{"file": 0, "stdout": 3}`` (stdout only when it is on)."""
+        return {sink.kind: sink.dropped for sink in self._all_sinks()}
 
     @property
     def closed(self) -> bool:
@@ -580,6 +600,28 @@ class Run:
             )
             raise OSError(err.errno, msg) from err
 
+    def _check_not_open_here(self) -> None:
+        """Refuse a run that an open Run of this process writes (a notebook cell run twice)."""
+        for earlier in _lifecycle.open_runs():
+            path = getattr(earlier, "path", None)
+            if path is not None and os.path.abspath(path) == os.path.abspath(self.path):
+                msg = (
+                    f"run {self.name!r} in {str(self.directory)!r} is already open in this "
+                    f"process as {earlier!r}; call close() on that Run (or use 'with Run(...)') "
+                    "before opening it again"
+                )
+                raise RunLockedError(msg)
+
+    def _remove_phantom(self, log_created: bool, lock_created: bool) -> None:
+        """After a failed start: remove the log and lock files this call created, if empty."""
+        lock_path = self.path.with_name(f"{self.path.name}.lock")
+        for path, created in ((self.path, log_created), (lock_path, lock_created)):
+            try:
+                if created and path.stat().st_size == 0:
+                    path.unlink()
+            except OSError:
+                pass  # not there, or not ours to remove: nothing was written to it
+
     def _acquire_lock(self) -> Any:
         from filelock import FileLock, Timeout
 
@@ -703,6 +745,7 @@ class Run:
             "status": status,
             "duration_s": round(_monotonic() - self._started, 6),
             "dropped": self.dropped,
+            "dropped_by_sink": self.dropped_by_sink,
         }
         fields.update(details)
         spans = self._span_stats.summary()
@@ -818,15 +861,81 @@ def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
         return "failed", {
             "exit_code": exit_code,
             "exc_type": "SystemExit",
-            "exc_message": str(code),
+            "exc_message": _message_of(exc),
         }
     import traceback  # ~3 ms to import (linecache, tokenize): only a failed run needs it
 
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception as err:  # the job's exception must reach the job unchanged
+        text = f"(the traceback could not be formatted: {type(err).__name__})"
     return (
         "failed",
-        {"exc_type": type(exc).__name__, "exc_message": str(exc), "traceback": text[-20_000:]},
+        {
+            "exc_type": type(exc).__name__,
+            "exc_message": _message_of(exc),
+            "traceback": text[-20_000:],
+        },
     )
+
+
+def _message_of(exc: BaseException) -> str:
+    """Return str(exc), or say why there is none: an exception's __str__ may raise too."""
+    try:
+        return str(exc)
+    except Exception as err:  # an error here is the job's, not ours to raise
+        try:
+            args = repr(exc.args)
+        except Exception:
+            args = "?"
+        return (
+            f"<str() of the {type(exc).__name__} raised {type(err).__name__}; args: {args:.1000}>"
+        )
+
+
+def _without_log_suffix(name: Any) -> Any:
+    """Return a run name given as its log's file name ("baseline.jsonl") without ".jsonl"."""
+    if isinstance(name, str) and name.endswith(_LOG_SUFFIX) and len(name) > len(_LOG_SUFFIX):
+        return name[: -len(_LOG_SUFFIX)]
+    return name
+
+
+def _check_console(console: Any) -> None:
+    if console not in ("auto", "json", "pretty"):
+        msg = f"console must be 'auto', 'json' or 'pretty', got {console!r}"
+        raise ValueError(msg)
+
+
+def _check_resume(resume: Any, name: str, directory: Path, path: Path) -> None:
+    """Refuse an existing log with resume="never", a missing one with resume="must"."""
+    if resume not in ("allow", "never", "must"):
+        msg = f"resume must be 'allow', 'never' or 'must', got {resume!r}"
+        raise ValueError(msg)
+    try:
+        exists = path.stat().st_size > 0
+    except OSError:
+        exists = False
+    where = f"run {name!r} in {str(directory)!r}"
+    if resume == "never" and exists:
+        msg = (
+            f"{where} exists already ({path}) and resume='never'; give this run another name, "
+            "or pass resume='allow' to continue it as a new attempt"
+        )
+        raise FileExistsError(msg)
+    if resume == "must" and not exists:
+        msg = (
+            f"{where} has no log to continue ({path} is missing) and resume='must'; check the "
+            "name and directory, or pass resume='allow' to start it"
+        )
+        raise FileNotFoundError(msg)
+
+
+def _say(message: str) -> None:
+    """Print one line for the user on stderr."""
+    try:
+        print(f"runlines: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass  # no stderr: the attempt number is in run_start anyway
 
 
 def _check_event(event: Any) -> None:
@@ -903,9 +1012,6 @@ def _stdout_sinks(
     stdout: bool, console: str, dist: _context.Distributed | None
 ) -> tuple[StdoutSink | None, StdoutSink | None]:
     """Return (the stdout sink, the same sink when it shows console lines, else None)."""
-    if console not in ("auto", "json", "pretty"):
-        msg = f"console must be 'auto', 'json' or 'pretty', got {console!r}"
-        raise ValueError(msg)
     if not stdout or (dist is not None and dist.rank != 0):
         return None, None
     sink = StdoutSink()
