@@ -39,26 +39,40 @@ def _fast_switching() -> Iterator[None]:
     sys.setswitchinterval(before)
 
 
+def log_until_refused(run: Run, thread: int, started: Any, outcomes: list[str]) -> None:
+    started.wait()
+    try:
+        for i in range(1_000_000):
+            run.log("tick", thread=thread, i=i)
+    except RunStateError:
+        outcomes.append("refused")
+
+
 class TestCloseRacingLog:
+    @pytest.mark.parametrize(
+        "options",
+        [
+            pytest.param({"stdout": False}, id="direct-writes"),
+            pytest.param({"console": "json"}, id="through-the-sinks"),  # sys.stdout is pytest's
+        ],
+    )
     def test_a_file_opened_right_after_close_gets_no_line_of_the_run(
-        self, tmp_path: Path, fast_switching: None
+        self,
+        tmp_path: Path,
+        fast_switching: None,
+        capfd: pytest.CaptureFixture[str],
+        options: dict[str, Any],
     ) -> None:
         """Threads log while the run closes; the next file takes the log's descriptor number."""
         payload = b"checkpoint-bytes;" * 4096
         for round_ in range(20):
-            run = Run(f"r{round_}", tmp_path, stdout=False)
+            run = Run(f"r{round_}", tmp_path, **options)
             started = threading.Barrier(5)
             outcomes: list[str] = []
-
-            def log_until_refused(thread: int, run: Run = run, started: Any = started) -> None:
-                started.wait()
-                try:
-                    for i in range(1_000_000):
-                        run.log("tick", thread=thread, i=i)
-                except RunStateError:
-                    outcomes.append("refused")
-
-            threads = [threading.Thread(target=log_until_refused, args=(t,)) for t in range(4)]
+            threads = [
+                threading.Thread(target=log_until_refused, args=(run, t, started, outcomes))
+                for t in range(4)
+            ]
             for thread in threads:
                 thread.start()
             started.wait()
@@ -75,6 +89,8 @@ class TestCloseRacingLog:
             logged = records(run.path)
             assert logged[-1]["event"] == "run_end"
             assert [r["event"] for r in logged].count("run_end") == 1
+            # a write to the closed descriptor, which no other file took this time
+            assert "Bad file descriptor" not in capfd.readouterr().err
 
     def test_log_after_close_raises_and_writes_nothing(self, tmp_path: Path) -> None:
         run = Run("r", tmp_path, stdout=False)
@@ -347,3 +363,25 @@ def test_the_signal_hooks_are_restored_after_the_last_run(tmp_path: Path) -> Non
     with Run("r", tmp_path, stdout=False):
         assert signal.getsignal(signal.SIGTERM) is _lifecycle._handler
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_an_artifact_comes_after_the_windows_of_the_steps_before_it(tmp_path: Path) -> None:
+    """The final save is the last thing the log shows before run_end, not a batch window."""
+    with Run("r", tmp_path, stdout=False) as run:
+        run.sample("batch", every=10, aggregate=True)
+        run.sample("eval", every=4)
+        for step in range(1, 26):
+            run.log("batch", step=step, loss=1.0 / step)
+            run.log("eval", step=step)
+        run.artifact("final", {"weights": [1, 2]}, step=25)
+
+    logged = records(run.path)
+    events = [r["event"] for r in logged]
+    assert events[-2:] == ["artifact", "run_end"]
+    windows = [r for r in logged if r["event"] == "batch"]
+    assert [(w["step_min"], w["step_max"], w["n"]) for w in windows] == [
+        (1, 10, 10),
+        (11, 20, 10),
+        (21, 25, 5),
+    ]
+    assert sum(r["n"] for r in logged if r["event"] == "eval") == 25
