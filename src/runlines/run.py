@@ -830,8 +830,10 @@ class Run:
                 self._emit(line)
 
     def _on_exit(self, uncaught: BaseException | None) -> None:
-        if os.getpid() == self._pid and not self._end(*_status_of(uncaught), patient=True):
-            self._ended.wait(_DYING_WAIT_S)  # another thread is ending it: let it finish
+        if os.getpid() == self._pid and not self._end(*_status_of(uncaught)):
+            # A thread still holds a lock, or is ending the run: give it a moment, but never
+            # keep the interpreter from exiting (a daemon thread may be stuck in a write).
+            self._ended.wait(_DYING_WAIT_S)
 
     def _on_fork_child(self) -> None:
         """Keep logging from a forked child, but leave run_end and the lock to the parent.

@@ -281,14 +281,24 @@ class FileSink(_FdWriter):
             os.write(self.fd, b"\n")
 
     def close(self) -> None:
-        """Save the file if it was deleted, then close it."""
-        self.check_path()
-        for fd in (self.fd, self._reader):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        """Save the file if it was deleted, then close it; later checks do nothing."""
+        # Not while a check in another thread may still dup2() onto `fd`: the number, once
+        # closed, may belong to the job's next file. A check that does not finish in time
+        # (the code a signal handler interrupted) keeps the descriptors open instead.
+        if not self._checking.acquire(timeout=_CLOSE_WAIT_S):
+            return
+        try:
+            if self._reader >= 0 and os.getpid() == self._pid:
+                self._check_path()
+            for fd in (self.fd, self._reader):
+                if fd >= 0:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            self._reader = -1  # check_path() does nothing from now on
+        finally:
+            self._checking.release()
 
 
 class StdoutSink(_FdWriter):
@@ -343,6 +353,7 @@ _sync = getattr(os, "fdatasync", os.fsync)  # fdatasync skips the metadata a rea
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC
 _COPY_BYTES: Final = 1 << 20
+_CLOSE_WAIT_S: Final = 1.0
 #: Writes a FileSink makes between two checks that its file was not deleted.
 CHECK_EVERY: Final = 1024
 
