@@ -385,3 +385,17 @@ def test_an_artifact_comes_after_the_windows_of_the_steps_before_it(tmp_path: Pa
         (21, 25, 5),
     ]
     assert sum(r["n"] for r in logged if r["event"] == "eval") == 25
+
+
+def test_handlers_come_back_after_a_run_closed_in_another_thread(tmp_path: Path) -> None:
+    """Only the main thread can set handlers: the next run still restores the original one."""
+    before = signal.getsignal(signal.SIGTERM)
+    first = Run("a", tmp_path, stdout=False)
+    closer = threading.Thread(target=first.close)
+    closer.start()
+    closer.join(WATCHDOG_S)
+
+    with Run("b", tmp_path, stdout=False):
+        pass
+
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -95,6 +95,8 @@ def _install() -> None:
         if signum is None:
             continue  # SIGUSR1/2 do not exist on Windows
         previous = signal.getsignal(signum)
+        if previous is _handler:
+            continue  # still ours: the last run closed in another thread, _previous kept it
         if previous is signal.SIG_IGN or previous is None:
             continue  # ignored before runlines: leave it ignored
         _previous[signum] = previous
@@ -102,6 +104,8 @@ def _install() -> None:
 
 
 def _restore() -> None:
+    """Put back the hooks; signal handlers only from the main thread (elsewhere they stay, and
+    _handler passes each signal on as runlines would not be there)."""
     global _previous_excepthook
     if _previous_excepthook is not None and sys.excepthook is _excepthook:
         sys.excepthook = _previous_excepthook
