@@ -101,6 +101,15 @@ class TestRefusedRunLeavesNothing:
         assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
 
 
+def test_a_log_that_cannot_be_opened_leaves_no_lock_behind(tmp_path: Path) -> None:
+    (tmp_path / "x.jsonl").mkdir()  # in the way of the log file
+
+    with pytest.raises(OSError, match="cannot open the log file"):
+        Run("x", tmp_path, stdout=False)
+
+    assert sorted(os.listdir(tmp_path)) == ["x.jsonl"]
+
+
 def test_reopening_a_run_in_the_same_process_names_the_open_run(tmp_path: Path) -> None:
     """A notebook cell run twice: the message says who holds it and what to do."""
     first = Run("nb", tmp_path, stdout=False)

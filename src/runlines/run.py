@@ -137,7 +137,11 @@ class Run:
         self._check_not_open_here()
         _check_resume(resume, self.name, self.directory, self.path)
         created = not self.path.exists(), not self.path.with_name(f"{self.path.name}.lock").exists()
-        self._file = self._open_file(fsync)
+        try:
+            self._file = self._open_file(fsync)
+        except BaseException:
+            self._remove_phantom(*created)
+            raise
         try:
             self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
             self._sinks: tuple[Sink, ...] = (self._file,) + (
@@ -731,8 +735,8 @@ class Run:
     def _drained(self, timeout: float) -> bool:
         """Wait until no thread is inside a write of the C fast path; False after *timeout*."""
         writer = self._writer
-        if writer is None:
-            return True
+        if writer is None or os.getpid() != self._pid:
+            return True  # a forked child closes no descriptor; its count may be the parent's
         # Counted in steps, not read from a clock: a test may freeze the clock.
         steps = -1 if timeout < 0 else int(timeout / _DRAIN_STEP_S) + 1
         while writer.writing:
