@@ -14,6 +14,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = [
     "tests/test_run.py",
+    "tests/test_run_lifecycle.py",
+    "tests/test_run_start.py",
     "tests/test_spans.py",
     "tests/test_sampling.py",
     "tests/test_reading.py",

@@ -50,9 +50,23 @@ class Untouchable:
 
 
 def offer_all(sampler: Sampler, calls: list[Fields]) -> list[Fields]:
-    """Offer each call; return what was written, flush included."""
-    written = [out for fields in calls if (out := sampler.offer(fields)) is not None]
-    return written + sampler.flush()
+    """Offer each call, as Run.log() does; return what was written, flush included."""
+    written = [out for fields in calls if (out := write(sampler, fields)) is not None]
+    return written + flush(sampler)
+
+
+def write(sampler: Sampler, fields: Fields) -> Fields | None:
+    """Offer one call and, as Run.log() does once the record is in the log, say it was written."""
+    out = sampler.offer(fields)
+    if out is not None:
+        sampler.written(out)
+    return out
+
+
+def flush(sampler: Sampler) -> list[Fields]:
+    records = sampler.flush()
+    assert records is not None
+    return records
 
 
 def steps(count: int) -> list[Fields]:
@@ -322,9 +336,9 @@ class TestPerSecondAggregator:
         written = []
 
         for i, tick in enumerate([0.25, 0.25, 0.5, 0.5, 0.75, 0.25]):
-            written.append(sampler.offer({"step": i}))
+            written.append(write(sampler, {"step": i}))
             clock.tick(tick)
-        flushed = sampler.flush()
+        flushed = flush(sampler)
 
         # calls at t=0, .25, .5 | 1.0 (closes the first window), 1.5 | 2.25 (closes the second)
         closed = [(r["step_min"], r["step_max"], r["n"]) for r in written if r is not None]
@@ -337,10 +351,10 @@ class TestPerSecondAggregator:
 
         sampler.offer({"loss": 1.0})
         clock.tick(0.5)
-        closed = sampler.offer({"loss": 2.0})
+        closed = write(sampler, {"loss": 2.0})
 
         assert closed == {"loss": 1.0, "loss_min": 1.0, "loss_max": 1.0, "loss_last": 1.0, "n": 1}
-        assert sampler.flush()[0]["loss"] == 2.0
+        assert flush(sampler)[0]["loss"] == 2.0
 
     def test_flush_is_empty_before_any_call(self) -> None:
         assert make_sampler(per_second=1, aggregate=True, clock=FakeClock()).flush() == []
@@ -360,7 +374,7 @@ def assert_exact_across_threads(sampler: Sampler) -> None:
 
     def offer_many(thread: int) -> None:
         start.wait()
-        mine = [out for i in range(5_000) if (out := sampler.offer({"x": i})) is not None]
+        mine = [out for i in range(5_000) if (out := write(sampler, {"x": i})) is not None]
         with lock:
             written.extend(mine)
 
@@ -370,7 +384,7 @@ def assert_exact_across_threads(sampler: Sampler) -> None:
     for thread in threads:
         thread.join()
 
-    assert total_n(written + sampler.flush()) == 40_000
+    assert total_n(written + flush(sampler)) == 40_000
 
 
 @pytest.mark.parametrize(

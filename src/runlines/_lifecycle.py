@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from types import FrameType, TracebackType
 
-__all__ = ["Closable", "register", "unregister"]
+__all__ = ["Closable", "open_runs", "register", "unregister"]
 
 # SIGTERM is how schedulers end a job; SIGUSR1/2 are how they warn of preemption. By name: the
 # signal module (~1 ms to import, it builds enums) is imported when the first run registers.
@@ -26,7 +26,7 @@ _NOTICES = ("SIGUSR1", "SIGUSR2")
 class Closable(Protocol):
     """What the hooks need from a run."""
 
-    def _on_signal(self, signum: int, ends_process: bool) -> None: ...
+    def _on_signal(self, signum: int, ends_process: bool) -> bool: ...
 
     def _on_exit(self, uncaught: BaseException | None) -> None: ...
 
@@ -40,6 +40,10 @@ _previous_excepthook: Any = None
 _uncaught: BaseException | None = None
 _atexit_registered = False
 _fork_registered = False
+# Runs whose end was under way when a signal that ends the process came, and that signal: the
+# process ends by it once the last of them has written run_end (see _handler).
+_unfinished: set[Closable] = set()
+_pending_signal: int | None = None
 
 
 def register(run: Closable) -> None:
@@ -58,12 +62,24 @@ def register(run: Closable) -> None:
 
 
 def unregister(run: Closable) -> None:
-    """Remove *run*; restore the hooks when no run is left open."""
+    """Remove *run*; restore the hooks when no run is left open.
+
+    Delivers a signal that waited for *run* to finish its end (see _handler).
+    """
     with _lock:
         if run in _runs:
             _runs.remove(run)
+        _unfinished.discard(run)
+        signum = None if _unfinished else _pending_signal
         if not _runs:
             _restore()
+    if signum is not None:
+        _deliver(signum)
+
+
+def open_runs() -> list[Closable]:
+    """Return the runs open in this process, oldest first."""
+    return list(_runs)
 
 
 def _install() -> None:
@@ -79,6 +95,8 @@ def _install() -> None:
         if signum is None:
             continue  # SIGUSR1/2 do not exist on Windows
         previous = signal.getsignal(signum)
+        if previous is _handler:
+            continue  # still ours: the last run closed in another thread, _previous kept it
         if previous is signal.SIG_IGN or previous is None:
             continue  # ignored before runlines: leave it ignored
         _previous[signum] = previous
@@ -86,6 +104,8 @@ def _install() -> None:
 
 
 def _restore() -> None:
+    """Put back the hooks; signal handlers only from the main thread (elsewhere they stay, and
+    _handler passes each signal on as runlines would not be there)."""
     global _previous_excepthook
     if _previous_excepthook is not None and sys.excepthook is _excepthook:
         sys.excepthook = _previous_excepthook
@@ -100,19 +120,46 @@ def _restore() -> None:
 
 
 def _handler(signum: int, frame: FrameType | None) -> None:
+    """Tell every run, then do what the signal did before runlines.
+
+    A run that cannot end here (its end is under way, or a lock is held, maybe by the code
+    this handler interrupted) finishes in its own time; a signal that ends the process then
+    waits for it, so run_end is written even when a second signal follows the first or the
+    signal lands while the run closes.
+    """
+    global _pending_signal
     import signal  # loaded by _install, which set this handler
 
     ending = signal.Signals(signum).name in _ENDING
     previous = _previous.get(signum, signal.SIG_DFL)
     ends_process = ending and not callable(previous)  # else the job's handler decides
     for run in list(_runs):
-        run._on_signal(signum, ends_process)
+        if not run._on_signal(signum, ends_process) and ends_process:
+            _unfinished.add(run)
     if callable(previous):
         previous(signum, frame)
     elif ending and previous == signal.SIG_DFL:
-        # End the process as it would have ended without runlines: by the signal itself.
-        signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
+        _unfinished.intersection_update(_runs)  # those that finished meanwhile are done
+        if _unfinished:
+            _pending_signal = signum  # unregister() delivers it after the last run_end
+        else:
+            _die(signum)
+
+
+def _die(signum: int) -> None:
+    """End the process as it would have ended without runlines: by the signal itself."""
+    import signal  # loaded by _install, which set the handler that calls this
+
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _deliver(signum: int) -> None:
+    """Deliver the signal that waited for the runs' ends: from the main thread, or through it."""
+    if threading.current_thread() is threading.main_thread():
+        _die(signum)
+    else:
+        os.kill(os.getpid(), signum)  # _handler runs in the main thread and finds nothing left
 
 
 def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
@@ -128,8 +175,10 @@ def _at_exit() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _lock
+    global _lock, _pending_signal
     _lock = threading.RLock()  # the parent's lock may have been held by another thread
+    _unfinished.clear()
+    _pending_signal = None
     for run in list(_runs):
         run._on_fork_child()
     _restore_signals()

@@ -53,6 +53,10 @@ typedef struct {
     PyObject *tracer, *tracer_threads, *tracer_clock, *tracer_emit;
     double next_check;   /* log() checks the log file at this time: leave that to Python */
     int enabled;
+    /* Calls between the last check that the run is open and the end of their writes. No Python
+     * code runs in a thread while it is counted here, so a run that closes waits for the count
+     * to reach 0 (other threads' writes) before it closes the descriptors. */
+    Py_ssize_t writing;
     unsigned long long hits; /* records the fast path wrote (tests and benchmarks read it) */
     Entry cache[CACHE_SIZE];
 } Writer;
@@ -200,10 +204,10 @@ learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
 }
 
 /* Write line to fd as os.write would: retry on EINTR after running signal handlers.
- * Returns bytes written, or -1 with errno set (no Python error), or -2 with a Python error
- * raised by a signal handler. */
+ * Returns bytes written, or -1 with errno set (no Python error), -2 with a Python error
+ * raised by a signal handler, or -3 when a signal handler closed the run (fds changed). */
 static Py_ssize_t
-write_fd(int fd, const char *data, Py_ssize_t size)
+write_fd(Writer *self, PyObject *fds, int fd, const char *data, Py_ssize_t size)
 {
     Py_ssize_t n;
     int err;
@@ -219,8 +223,14 @@ write_fd(int fd, const char *data, Py_ssize_t size)
             errno = err;
             return -1;
         }
-        if (PyErr_CheckSignals() < 0) {
+        self->writing--; /* a handler may close the run: it must not wait for this thread */
+        int failed = PyErr_CheckSignals() < 0;
+        self->writing++;
+        if (failed) {
             return -2;
+        }
+        if (!self->enabled) {
+            return -3; /* the run began to close meanwhile: fd may be closed and reused */
         }
     }
 }
@@ -396,12 +406,21 @@ writer_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
         PyErr_Clear(); /* an int beyond 64 bits, say: Python's careful path encodes it */
         return call_slow(self, args, nargsf, kwnames);
     }
-    self->hits++;
-    return emit(self, line);
+    PyObject *result = emit(self, line);
+    if (result == DECLINE) {
+        return call_slow(self, args, nargsf, kwnames);
+    }
+    if (result != NULL) {
+        self->hits++;
+    }
+    return result;
 }
 
 /* As run.py's log() after encoding: the program's own prints first, then one write per
- * descriptor; a failed or short write goes to the sink's own handling. Steals line. */
+ * descriptor; a failed or short write goes to the sink's own handling. Steals line. Returns
+ * DECLINE, writing nothing, when the run closed or left the fast path since the call began:
+ * the caller hands the call to Python, which raises RunStateError or writes through the sinks.
+ */
 static PyObject *
 emit(Writer *self, PyObject *line)
 {
@@ -410,16 +429,16 @@ emit(Writer *self, PyObject *line)
         PyErr_SetString(PyExc_TypeError, "runlines: the encoder did not return bytes");
         return NULL;
     }
-    PyObject *fds = self->fds;
     PyObject *flush = self->flush;
-    Py_INCREF(fds);
-    Py_INCREF(flush);
     if (flush != Py_None) {
+        Py_INCREF(flush);
         PyObject *done = PyObject_CallNoArgs(flush);
+        Py_DECREF(flush);
         if (done == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_OSError) &&
                 !PyErr_ExceptionMatches(PyExc_ValueError)) {
-                goto error;
+                Py_DECREF(line);
+                return NULL;
             }
             PyErr_Clear(); /* a closed or broken stdout: the write below counts the drop */
         }
@@ -427,51 +446,68 @@ emit(Writer *self, PyObject *line)
             Py_DECREF(done);
         }
     }
+    /* Checked after the flush (Python code, other threads may close the run meanwhile) and
+     * with no Python code until the count drops: a closed descriptor is never written. */
+    PyObject *fds = self->fds;
+    if (!self->enabled || fds == NULL || fds == Py_None) {
+        Py_DECREF(line);
+        return DECLINE;
+    }
+    Py_INCREF(fds);
+    self->writing++;
     const char *data = PyBytes_AS_STRING(line);
     Py_ssize_t size = PyBytes_GET_SIZE(line);
     Py_ssize_t nfds = PyTuple_GET_SIZE(fds);
+    PyObject *result = Py_None;
     for (Py_ssize_t i = 0; i < nfds; i++) {
         PyObject *fd_obj = PyTuple_GET_ITEM(fds, i);
         int fd = (int)PyLong_AsLong(fd_obj);
         if (fd == -1 && PyErr_Occurred()) {
-            goto error;
+            result = NULL;
+            break;
         }
-        Py_ssize_t written = write_fd(fd, data, size);
+        Py_ssize_t written = write_fd(self, fds, fd, data, size);
         if (written == -2) {
-            goto error;
+            result = NULL;
+            break;
+        }
+        if (written == -3) {
+            result = i == 0 ? DECLINE : Py_None; /* the log has it, or Python decides */
+            break;
         }
         if (written == size) {
             continue;
         }
-        PyObject *result;
+        int err = errno;
+        self->writing--; /* _write_failed is Python code */
+        PyObject *done;
         if (written == -1) {
-            int err = errno;
             /* OSError(errno, strerror) picks the subclass, as os.write's error would be */
             PyObject *exc = PyObject_CallFunction(PyExc_OSError, "is", err, strerror(err));
-            if (exc == NULL) {
-                goto error;
-            }
-            result = PyObject_CallFunction(self->failed, "OOiO", fd_obj, line, 0, exc);
-            Py_DECREF(exc);
+            done = exc == NULL ? NULL
+                               : PyObject_CallFunction(self->failed, "OOiO", fd_obj, line, 0, exc);
+            Py_XDECREF(exc);
         }
         else {
-            result = PyObject_CallFunction(self->failed, "OOnO", fd_obj, line, written, Py_None);
+            done = PyObject_CallFunction(self->failed, "OOnO", fd_obj, line, written, Py_None);
         }
-        if (result == NULL) {
-            goto error;
+        self->writing++;
+        if (done == NULL) {
+            result = NULL;
+            break;
         }
-        Py_DECREF(result);
+        Py_DECREF(done);
+        if (!self->enabled) {
+            break; /* the run began to close while Python ran: fds may be closed by now */
+        }
     }
+    self->writing--;
     Py_DECREF(fds);
-    Py_DECREF(flush);
     Py_DECREF(line);
-    Py_RETURN_NONE;
-
-error:
-    Py_DECREF(fds);
-    Py_DECREF(flush);
-    Py_DECREF(line);
-    return NULL;
+    if (result == Py_None) {
+        Py_RETURN_NONE;
+    }
+    return result;
 }
 
 static PyObject *
@@ -524,6 +560,7 @@ writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->flush = Py_NewRef(Py_None);
     self->next_check = 0.0;
     self->enabled = 0;
+    self->writing = 0;
     return (PyObject *)self;
 }
 
@@ -639,7 +676,15 @@ writer_write_record(Writer *self, PyObject *record)
     if (line == NULL) {
         return NULL;
     }
-    return emit(self, line);
+    PyObject *result = emit(self, line);
+    if (result == DECLINE) {
+        Py_RETURN_FALSE; /* the run closed meanwhile: Python decides */
+    }
+    if (result == NULL) {
+        return NULL;
+    }
+    Py_DECREF(result);
+    Py_RETURN_TRUE;
 }
 
 /* The tracer's emit: write a finished span's record as Run._log_span would, when the span
@@ -700,12 +745,24 @@ writer_write_span(Writer *self, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(record);
         return NULL;
     }
-    PyObject *result = writer_write_record(self, record);
+    PyObject *written = writer_write_record(self, record);
     Py_DECREF(record);
-    if (result != NULL) {
-        self->hits++;
+    if (written == Py_False) {
+        Py_DECREF(written);
+        return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
     }
-    return result;
+    if (written == NULL) {
+        return NULL;
+    }
+    Py_DECREF(written);
+    self->hits++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+writer_get_writing(Writer *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->writing);
 }
 
 static PyObject *
@@ -753,7 +810,8 @@ static PyMethodDef writer_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))writer_configure, METH_VARARGS | METH_KEYWORDS,
      PyDoc_STR("configure(enabled, fds, flush, next_check, samplers): follow the run")},
     {"write_record", (PyCFunction)writer_write_record, METH_O,
-     PyDoc_STR("write_record(record): encode and write a record of runlines' own")},
+     PyDoc_STR("write_record(record): encode and write a record of runlines' own; False when "
+               "the run closed meanwhile and nothing was written")},
     {"write_span", (PyCFunction)(void (*)(void))writer_write_span, METH_FASTCALL,
      PyDoc_STR("write_span(name, duration_s, parent, status, exc_type, fields)")},
     {"forget", (PyCFunction)writer_forget, METH_NOARGS,
@@ -766,6 +824,7 @@ static PyGetSetDef writer_getset[] = {
     {"__doc__", (getter)writer_get_doc, NULL, NULL, NULL},
     {"enabled", (getter)writer_get_enabled, NULL, NULL, NULL},
     {"hits", (getter)writer_get_hits, NULL, NULL, NULL},
+    {"writing", (getter)writer_get_writing, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

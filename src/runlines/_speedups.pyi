@@ -7,6 +7,7 @@ from typing import Any
 class Writer:
     enabled: bool
     hits: int
+    writing: int  # calls inside their writes now (a closing run waits for 0)
     __wrapped__: Callable[..., None]
     def __init__(
         self,
@@ -35,7 +36,7 @@ class Writer:
         samplers: dict[str, Any],
     ) -> None: ...
     def forget(self) -> None: ...
-    def write_record(self, record: dict[str, Any], /) -> None: ...
+    def write_record(self, record: dict[str, Any], /) -> bool: ...
     def write_span(
         self,
         name: str,

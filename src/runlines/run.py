@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import _thread
 import enum
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -34,6 +36,10 @@ __all__ = ["Run"]
 _MAX_PLANS: Final = 10_000  # dynamic field names must not grow memory without bound
 _CHECK_EVERY_S: Final = 1.0  # a deleted log file is noticed within a second of logging
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
+_END_WAIT_S: Final = 0.1  # a lock held longer at close may be the interrupted code's own
+_DRAIN_STEP_S: Final = 0.0001
+_LOG_SUFFIX: Final = ".jsonl"
+_DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process waits for it
 # Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
 _now = time.time
 _monotonic = time.monotonic
@@ -65,7 +71,8 @@ _Plan = tuple[int, tuple[type, ...]]
 
 class _State(enum.Enum):
     OPEN = "open"  # writing; every constructor call ends here or raises
-    CLOSED = "closed"  # run_end written: log() refuses
+    CLOSING = "closing"  # writing what the samplers owe and run_end: log() refuses
+    CLOSED = "closed"  # run_end written, descriptors closed
 
 
 class Run:
@@ -90,11 +97,12 @@ class Run:
         redact: bool | Redactor = True,
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
         capture_level: int | str = "WARNING",
+        resume: Literal["allow", "never", "must"] = "allow",
     ) -> None:
         from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
 
         _load()
-        self.name = _context.check_run_name(name)
+        self.name = _context.check_run_name(_without_log_suffix(name))
         self.id = _context.new_run_id()
         self._dist = _context.distributed_from_env()
         self.directory = Path(directory)
@@ -108,7 +116,12 @@ class Run:
         self._writer: Any = None  # the C fast path of log(), once the run has opened
         self._started = _monotonic()
         self._state = _State.OPEN
-        self._close_lock = threading.RLock()
+        self._close_lock = threading.Lock()  # held only to leave OPEN, never while writing
+        self._io_lock = threading.Lock()  # held around every write to the sinks, and to close
+        self._ended = threading.Event()  # set once run_end is written and the log released
+        self._dying = False  # a signal that ends the process is ending the run
+        self._closing: dict[str, Any] = {}  # samplers whose owed records the end still writes
+        self._end_written = False
         self._next_check = 0.0  # when log() next checks that the log file still exists
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         self._vocabulary = _fields.load_vocabulary(fields)
@@ -122,10 +135,20 @@ class Run:
         self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
+        _check_console(console)
         from runlines.capture import Capture, parse_capture  # with logging: when a run opens
 
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
-        self._file = self._open_file(fsync)
+        # Every argument is checked by now, and the checks below only read: a refused Run
+        # leaves nothing on disk.
+        self._check_not_open_here()
+        _check_resume(resume, self.name, self.directory, self.path)
+        created = not self.path.exists(), not self.path.with_name(f"{self.path.name}.lock").exists()
+        try:
+            self._file = self._open_file(fsync)
+        except BaseException:
+            self._remove_phantom(*created)
+            raise
         try:
             self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
             self._sinks: tuple[Sink, ...] = (self._file,) + (
@@ -138,7 +161,13 @@ class Run:
             self._install_writer()
         except BaseException:
             self._release()
+            self._remove_phantom(*created)
             raise
+        if self.attempt > 1 and resume == "allow":
+            _say(
+                f"continuing run {self.name!r} in {str(self.directory)!r} as attempt "
+                f"{self.attempt} (Run(..., resume='never') refuses an existing log)"
+            )
         _lifecycle.register(self)
         self._capture.install()
 
@@ -146,15 +175,17 @@ class Run:
 
     def log(self, event: str, /, **fields: Any) -> None:
         """Write one record: `ts`, `event`, `run`, then *fields* as given."""
+        sampler = kept = None
         if self._samplers:
             try:
                 sampler = self._samplers.get(event)
             except TypeError:
                 raise _event_error(event) from None
             if sampler is not None:
-                fields = sampler.offer(fields)  # before any conversion: a drop costs nothing
-                if fields is None:
+                kept = sampler.offer(fields)  # before any conversion: a drop costs nothing
+                if kept is None:
                     return
+                fields = kept
         # Decided once per event and key set: how its values are written (_AS_IS, _LIGHT,
         # _CAREFUL), and the value types last checked.
         key = (event, *fields)
@@ -187,28 +218,35 @@ class Run:
             else:
                 if not mode and line.find(b"null") >= 0:  # None, or NaN written as null
                     line = encode_line_safe(record, self._redact)
-        # _emit() inlined: a call frame here is paid once per training step.
-        fds = self._fds
-        if fds is None:
-            self._emit(line, record)
-            return
-        flush = self._flush_stdout
-        if flush is not None:
-            try:
-                flush()  # the program's own prints first, so our line never lands inside one
-            except (OSError, ValueError):
-                pass  # a closed or broken stdout: the write below counts the drop
-        size = len(line)
-        for fd in fds:
-            try:
-                written = _write(fd, line)
-            except OSError as err:
-                self._write_failed(fd, line, 0, err)
-                continue
-            if written != size:
-                self._write_failed(fd, line, written, None)
-        if self._console is not None:
-            self._console.write_text(console_line(line))
+        # _emit() inlined: a call frame here is paid once per training step. Under _io_lock:
+        # the run cannot close its descriptors between the check of its state and the writes.
+        with self._io_lock:
+            if self._state is _State.OPEN:
+                fds = self._fds
+                if fds is None:
+                    self._emit(line)
+                else:
+                    flush = self._flush_stdout
+                    if flush is not None:
+                        try:
+                            flush()  # the program's own prints first: no line inside one
+                        except (OSError, ValueError):
+                            pass  # a closed or broken stdout: the write below counts the drop
+                    size = len(line)
+                    for fd in fds:
+                        try:
+                            written = _write(fd, line)
+                        except OSError as err:
+                            self._write_failed(fd, line, 0, err)
+                            continue
+                        if written != size:
+                            self._write_failed(fd, line, written, None)
+                    if self._console is not None:
+                        self._console.write_text(console_line(line))
+                if sampler is not None:
+                    sampler.written(kept)  # its count is in the log now: no longer owed
+                return
+        raise self._refused()
 
     def close(self) -> None:
         """Write `run_end` with status "ok" and release the log; closing twice does nothing."""
@@ -266,8 +304,8 @@ class Run:
         The `artifact` record holds the file's path relative to the log's folder, its size and
         sha256, never its content. Returns the artifact's path.
         """
-        if self._state is _State.CLOSED:
-            raise self._closed_error()
+        if self._state is not _State.OPEN:
+            raise self._refused()
         for key in fields:
             _check_field_name(key)
         from runlines.artifacts import save_artifact  # hashlib and friends: on first use
@@ -279,6 +317,10 @@ class Run:
         if clash:
             msg = f"artifact fields {clash} are set by runlines; rename them"
             raise FieldError(msg)
+        # What the samplers hold came before this artifact: write it first, so that the log
+        # reads in step order (no batch seems to run after the final save).
+        for event, sampler in list(self._samplers.items()):
+            self._write_owed(event, sampler)
         self._write("artifact", {**record, **fields})
         return target
 
@@ -289,8 +331,13 @@ class Run:
 
     @property
     def dropped(self) -> int:
-        """Records that a failing sink lost."""
+        """Records that a failing sink lost, all sinks together."""
         return sum(sink.dropped for sink in self._all_sinks())
+
+    @property
+    def dropped_by_sink(self) -> dict[str, int]:
+        """Records each sink lost: ``{"file": 0, "stdout": 3}`` (stdout only when it is on)."""
+        return {sink.kind: sink.dropped for sink in self._all_sinks()}
 
     @property
     def closed(self) -> bool:
@@ -323,8 +370,8 @@ class Run:
 
     def _plan(self, event: Any, fields: dict[str, Any], key: tuple[Any, ...]) -> _Plan:
         """Check a new event name and key set once, and decide how to write its records."""
-        if self._state is _State.CLOSED:
-            raise self._closed_error()
+        if self._state is not _State.OPEN:
+            raise self._refused()
         _check_event(event)
         for name in fields:
             _check_field_name(name)
@@ -428,8 +475,8 @@ class Run:
                 message = _fields.type_drift_message(name, was, kind)
                 warn_user(message, FieldDriftWarning)
 
-    def _emit(self, line: bytes, record: Mapping[str, Any]) -> None:
-        """Hand *line* to every sink, and the console line (log() inlines the same steps)."""
+    def _emit(self, line: bytes) -> None:
+        """Hand *line* to every sink, and the console line; the caller holds `_io_lock`."""
         fds = self._fds
         if fds is None:
             for sink in self._sinks:
@@ -461,12 +508,27 @@ class Run:
                 sink.recover(line, written, err)
 
     def _write(self, event: str, fields: Mapping[str, Any]) -> None:
-        """Write a record of runlines' own (lifecycle, artifacts): redacted, the careful path."""
+        """Write a record of runlines' own (artifacts, captures): redacted, the careful path.
+
+        Raises:
+            RunStateError: the run has begun to close.
+        """
+        self._emit_open(self._own_line(event, fields))
+
+    def _emit_open(self, line: bytes) -> None:
+        """Write *line* while the run is open; raise RunStateError once it began to close."""
+        with self._io_lock:
+            if self._state is _State.OPEN:
+                self._emit(line)
+                return
+        raise self._refused()
+
+    def _own_line(self, event: str, fields: Mapping[str, Any]) -> bytes:
         record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
         if self._rank is not None:
             record["rank"] = self._rank
         record.update(fields)
-        self._emit(encode_line_safe(record, self._redact), record)
+        return encode_line_safe(record, self._redact)
 
     def _install_writer(self) -> None:
         """Put the C fast path in front of log() when it is built and log() is ours."""
@@ -518,9 +580,12 @@ class Run:
         self._file.check_path()
 
     def _write_captured(self, event: str, fields: Mapping[str, Any]) -> None:
-        """Write a captured warning or log record, unless the run has ended meanwhile."""
+        """Write a captured warning or log record, unless the run has begun to close."""
         if self._state is _State.OPEN:
-            self._write(event, fields)
+            try:
+                self._write(event, fields)
+            except RunStateError:
+                pass  # it closed since the check: nothing is captured into a closing run
 
     def _log_span(
         self,
@@ -532,7 +597,7 @@ class Run:
         fields: dict[str, object],
     ) -> None:
         """Write a finished span's record; without user fields only its names need redaction."""
-        if fields or "span" in self._samplers or self._state is _State.CLOSED:
+        if fields or "span" in self._samplers or self._state is not _State.OPEN:
             # user fields, a sampled span event or a closed run: the full path of log()
             self.log("span", **span_record(name, duration_s, parent, status, exc_type, fields))
             return
@@ -548,10 +613,9 @@ class Run:
         if exc_type is not None:
             record["exc_type"] = exc_type
         writer = self._writer
-        if writer is not None and writer.enabled:
-            writer.write_record(record)
-        else:
-            self._emit(encode_line(record), record)
+        if writer is not None and writer.enabled and writer.write_record(record):
+            return
+        self._emit_open(encode_line(record))
 
     def _span_name(self, name: str) -> str:
         """Return a span name redacted, checked once per name (span names are few)."""
@@ -564,7 +628,7 @@ class Run:
 
     def _write_owed(self, event: str, sampler: Any) -> None:
         """Write what *sampler* still owes (a pending window, the trailing drops) as *event*."""
-        for fields in sampler.flush():
+        for fields in sampler.flush() or ():
             self._write(event, fields)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -588,6 +652,28 @@ class Run:
                 "pass a writable directory"
             )
             raise OSError(err.errno, msg) from err
+
+    def _check_not_open_here(self) -> None:
+        """Refuse a run that an open Run of this process writes (a notebook cell run twice)."""
+        for earlier in _lifecycle.open_runs():
+            path = getattr(earlier, "path", None)
+            if path is not None and os.path.abspath(path) == os.path.abspath(self.path):
+                msg = (
+                    f"run {self.name!r} in {str(self.directory)!r} is already open in this "
+                    f"process as {earlier!r}; call close() on that Run (or use 'with Run(...)') "
+                    "before opening it again"
+                )
+                raise RunLockedError(msg)
+
+    def _remove_phantom(self, log_created: bool, lock_created: bool) -> None:
+        """After a failed start: remove the log and lock files this call created, if empty."""
+        lock_path = self.path.with_name(f"{self.path.name}.lock")
+        for path, created in ((self.path, log_created), (lock_path, lock_created)):
+            try:
+                if created and path.stat().st_size == 0:
+                    path.unlink()
+            except OSError:
+                pass  # not there, or not ours to remove: nothing was written to it
 
     def _acquire_lock(self) -> Any:
         from filelock import FileLock, Timeout
@@ -620,26 +706,90 @@ class Run:
         fields["config"] = config if config is not None else {}
         self._write("run_start", fields)
 
-    def _end(self, status: str, details: dict[str, Any]) -> None:
+    def _end(self, status: str, details: dict[str, Any], *, patient: bool = False) -> bool:
+        """Write what the samplers owe and run_end, then release the log; once per run.
+
+        Never waits long for a lock: when one is held, perhaps by the code that a signal
+        handler calling this interrupted, a helper thread finishes the end as soon as the lock
+        is free (patient=True: wait here instead). Returns True when the run has ended, False
+        when the end is still under way (in a helper thread, or in another caller).
+        """
         ended_by_exit = status == "ok" or details.get("exc_type") == "SystemExit"
         if self._terminated_by is not None and ended_by_exit:
             status, details = "terminated", {**details, "signal": self._terminated_by}
-        with self._close_lock:
-            if self._state is _State.CLOSED:
-                return
-            self._state = _State.CLOSED
+        if not self._close_lock.acquire(timeout=-1 if patient else _END_WAIT_S):
+            _start_thread(self._end, status, details, patient=True)
+            return False
+        try:
+            if self._state is not _State.OPEN:
+                return self._state is _State.CLOSED
+            self._state = _State.CLOSING
+            self._closing = dict(self._samplers)  # flushed one by one, in the order of sample()
             self._plans.clear()
             self._sync_writer()
-        self._capture.restore()  # before run_end: nothing is captured into a closed run
-        try:
-            if os.getpid() == self._pid:
-                samplers, self._samplers = self._samplers, {}
-                for event, sampler in samplers.items():
-                    self._write_owed(event, sampler)
-                self._write("run_end", self._end_fields(status, details))
         finally:
-            self._release()
-            _lifecycle.unregister(self)
+            self._close_lock.release()
+        self._capture.restore()  # before run_end: nothing is captured into a closing run
+        return self._finish_end(status, details, patient)
+
+    def _finish_end(self, status: str, details: dict[str, Any], patient: bool) -> bool:
+        """The rest of _end(), from where an earlier try stopped: resumable at every step."""
+        timeout = -1 if patient else _END_WAIT_S
+        try:
+            if not self._drained(timeout) or not self._io_lock.acquire(timeout=timeout):
+                _start_thread(self._finish_end, status, details, True)
+                return False
+            try:
+                if not self._write_closing(status, details, timeout):
+                    _start_thread(self._finish_end, status, details, True)
+                    return False
+                self._release()
+                self._state = _State.CLOSED
+            finally:
+                self._io_lock.release()
+        except BaseException:
+            # A signal handler raised into the end (the job's own, a second SIGTERM): the
+            # helper still writes run_end, and the job gets its exception.
+            if self._state is not _State.CLOSED:
+                _start_thread(self._finish_end, status, details, True)
+            raise
+        _lifecycle.unregister(self)
+        self._ended.set()
+        return True
+
+    def _write_closing(self, status: str, details: dict[str, Any], timeout: float) -> bool:
+        """Write the samplers' owed records, then run_end; the caller holds `_io_lock`.
+
+        Returns False, having written what it could, when a sampler's lock stayed busy.
+        """
+        if os.getpid() != self._pid:
+            return True  # a forked child: run_end is the parent's
+        while self._closing:
+            event, sampler = next(iter(self._closing.items()))
+            records = sampler.flush(timeout=timeout)
+            if records is None:
+                return False
+            for fields in records:
+                self._emit(self._own_line(event, fields))
+            del self._closing[event]
+        if not self._end_written:
+            self._emit(self._own_line("run_end", self._end_fields(status, details)))
+            self._end_written = True
+        return True
+
+    def _drained(self, timeout: float) -> bool:
+        """Wait until no thread is inside a write of the C fast path; False after *timeout*."""
+        writer = self._writer
+        if writer is None or os.getpid() != self._pid:
+            return True  # a forked child closes no descriptor; its count may be the parent's
+        # Counted in steps, not read from a clock: a test may freeze the clock.
+        steps = -1 if timeout < 0 else int(timeout / _DRAIN_STEP_S) + 1
+        while writer.writing:
+            if steps == 0:
+                return False
+            steps -= 1
+            time.sleep(_DRAIN_STEP_S)  # releases the GIL: the writing thread finishes its write
+        return True
 
     def _end_fields(self, status: str, details: dict[str, Any]) -> dict[str, Any]:
         fields: dict[str, Any] = {
@@ -648,6 +798,7 @@ class Run:
             "status": status,
             "duration_s": round(_monotonic() - self._started, 6),
             "dropped": self.dropped,
+            "dropped_by_sink": self.dropped_by_sink,
         }
         fields.update(details)
         spans = self._span_stats.summary()
@@ -673,6 +824,15 @@ class Run:
                 sinks.append(sink)
         return tuple(sinks)
 
+    def _refused(self) -> RunStateError:
+        """Return the error for a write after the run began to close; the caller holds no lock.
+
+        When a signal is ending the process, the thread waits first for the end it asked for.
+        """
+        if self._dying:
+            self._ended.wait(_DYING_WAIT_S)
+        return self._closed_error()
+
     def _closed_error(self) -> RunStateError:
         msg = (
             f"cannot log to run {self.name!r} after it closed; log inside the 'with Run(...)' "
@@ -682,27 +842,64 @@ class Run:
 
     # -- process hooks (called by _lifecycle) -------------------------------------------------
 
-    def _on_signal(self, signum: int, ends_process: bool) -> None:
+    def _on_signal(self, signum: int, ends_process: bool) -> bool:
+        """Record a signal, or end the run when it ends the process; see `_end` for the result.
+
+        Runs in a signal handler: it waits for no lock that the interrupted code may hold.
+        """
         if os.getpid() != self._pid or self._state is _State.CLOSED:
-            return
+            return True
+        if self._state is _State.CLOSING:
+            return False  # its end is under way: the signal's action waits for it
         import signal  # loaded by _lifecycle, which calls this hook
 
         name = signal.Signals(signum).name
         if ends_process:
-            self._end("terminated", {"signal": name})
-            return
+            self._dying = True
+            return self._end("terminated", {"signal": name})
         if signum == signal.SIGTERM:
             # The job's own handler decides when it ends (checkpoint first, then exit): the run
             # stays open for that, and its run_end says it was terminated.
             self._terminated_by = name
-        self._write("signal", {"signal": name})
+        line = self._own_line("signal", {"signal": name})
+        if self._io_lock.acquire(timeout=_END_WAIT_S):
+            try:
+                if self._state is _State.OPEN:
+                    self._emit(line)
+            finally:
+                self._io_lock.release()
+        else:
+            _start_thread(self._write_later, line)
+        return True
+
+    def _write_later(self, line: bytes) -> None:
+        """Write *line* once `_io_lock` is free (a helper thread's job), unless the run closed."""
+        with self._io_lock:
+            if self._state is _State.OPEN:
+                self._emit(line)
 
     def _on_exit(self, uncaught: BaseException | None) -> None:
-        if os.getpid() == self._pid:
-            self._end(*_status_of(uncaught))
+        if os.getpid() == self._pid and not self._end(*_status_of(uncaught)):
+            # A thread still holds a lock, or is ending the run: give it a moment, but never
+            # keep the interpreter from exiting (a daemon thread may be stuck in a write).
+            self._ended.wait(_DYING_WAIT_S)
 
     def _on_fork_child(self) -> None:
-        """Keep logging from a forked child, but leave run_end and the lock to the parent."""
+        """Keep logging from a forked child, but leave run_end and the lock to the parent.
+
+        A thread of the parent may have held any of the run's locks at the fork: the child,
+        which has only the forking thread, starts with free ones.
+        """
+        self._io_lock = threading.Lock()
+        self._close_lock = threading.Lock()
+        for sampler in self._samplers.values():
+            sampler.after_fork()
+        self._span_stats.after_fork()
+
+
+def _start_thread(function: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    """Run *function* in a new thread, taking none of threading's locks (signal-handler safe)."""
+    _thread.start_new_thread(function, args, kwargs)
 
 
 def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
@@ -719,14 +916,21 @@ def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
         return "failed", {
             "exit_code": exit_code,
             "exc_type": "SystemExit",
-            "exc_message": str(code),
+            "exc_message": _message_of(exc),
         }
     import traceback  # ~3 ms to import (linecache, tokenize): only a failed run needs it
 
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception as err:  # the job's exception must reach the job unchanged
+        text = f"(the traceback could not be formatted: {type(err).__name__})"
     return (
         "failed",
-        {"exc_type": type(exc).__name__, "exc_message": str(exc), "traceback": text[-20_000:]},
+        {
+            "exc_type": type(exc).__name__,
+            "exc_message": _message_of(exc),
+            "traceback": text[-20_000:],
+        },
     )
 
 
@@ -753,6 +957,65 @@ def _item(value: Any) -> int | float | bool | None:
     if kind is float:
         return number if number - number == 0.0 else None
     return number if kind is int or kind is bool else None
+
+
+def _message_of(exc: BaseException) -> str:
+    """Return str(exc), or say why there is none: an exception's __str__ may raise too."""
+    try:
+        return str(exc)
+    except Exception as err:  # an error here is the job's, not ours to raise
+        try:
+            args = repr(exc.args)
+        except Exception:
+            args = "?"
+        return (
+            f"<str() of the {type(exc).__name__} raised {type(err).__name__}; args: {args:.1000}>"
+        )
+
+
+def _without_log_suffix(name: Any) -> Any:
+    """Return a run name given as its log's file name ("baseline.jsonl") without ".jsonl"."""
+    if isinstance(name, str) and name.endswith(_LOG_SUFFIX) and len(name) > len(_LOG_SUFFIX):
+        return name[: -len(_LOG_SUFFIX)]
+    return name
+
+
+def _check_console(console: Any) -> None:
+    if console not in ("auto", "json", "pretty"):
+        msg = f"console must be 'auto', 'json' or 'pretty', got {console!r}"
+        raise ValueError(msg)
+
+
+def _check_resume(resume: Any, name: str, directory: Path, path: Path) -> None:
+    """Refuse an existing log with resume="never", a missing one with resume="must"."""
+    if resume not in ("allow", "never", "must"):
+        msg = f"resume must be 'allow', 'never' or 'must', got {resume!r}"
+        raise ValueError(msg)
+    try:
+        exists = path.stat().st_size > 0
+    except OSError:
+        exists = False
+    where = f"run {name!r} in {str(directory)!r}"
+    if resume == "never" and exists:
+        msg = (
+            f"{where} exists already ({path}) and resume='never'; give this run another name, "
+            "or pass resume='allow' to continue it as a new attempt"
+        )
+        raise FileExistsError(msg)
+    if resume == "must" and not exists:
+        msg = (
+            f"{where} has no log to continue ({path} is missing) and resume='must'; check the "
+            "name and directory, or pass resume='allow' to start it"
+        )
+        raise FileNotFoundError(msg)
+
+
+def _say(message: str) -> None:
+    """Print one line for the user on stderr."""
+    try:
+        print(f"runlines: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass  # no stderr: the attempt number is in run_start anyway
 
 
 def _check_event(event: Any) -> None:
@@ -831,9 +1094,6 @@ def _stdout_sinks(
     stdout: bool, console: str, dist: _context.Distributed | None
 ) -> tuple[StdoutSink | None, StdoutSink | None]:
     """Return (the stdout sink, the same sink when it shows console lines, else None)."""
-    if console not in ("auto", "json", "pretty"):
-        msg = f"console must be 'auto', 'json' or 'pretty', got {console!r}"
-        raise ValueError(msg)
     if not stdout or (dist is not None and dist.rank != 0):
         return None, None
     sink = StdoutSink()

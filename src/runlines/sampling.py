@@ -39,11 +39,19 @@ class Sampler(Protocol):
     def offer(self, fields: _Fields) -> _Fields | None:
         """Return the fields to write for this call (may be *fields* itself), or None."""
 
-    def flush(self) -> list[_Fields]:
-        """Return the records still owed (trailing drops, an open window) and start over.
+    def written(self, fields: _Fields) -> None:
+        """Note that a record offer() returned is in the log: flush() no longer owes it."""
+
+    def flush(self, *, timeout: float = -1) -> list[_Fields] | None:
+        """Return the records still owed (trailing drops, windows) and start over.
 
         Meant for the end, after the last offer(): a call racing it may be counted twice.
+        Waits at most *timeout* seconds for a thread inside offer() (-1: as long as it takes)
+        and returns None when that was not enough.
         """
+
+    def after_fork(self) -> None:
+        """Start a forked child with free locks: the parent's may be held by another thread."""
 
 
 def make_sampler(
@@ -128,12 +136,19 @@ class EveryNthSampler:
         fields[N] = self._every if i else 1
         return fields
 
-    def flush(self) -> list[_Fields]:
+    def written(self, fields: _Fields) -> None:
+        """Nothing to note: a kept call's count is its own record's."""
+
+    def flush(self, *, timeout: float = -1) -> list[_Fields] | None:
         """Return the last dropped call's fields with ``n`` = the drops since the last kept."""
-        with self._lock:
+        if not self._lock.acquire(timeout=timeout):
+            return None
+        try:
             offers = next(self._index)  # reads the count; the counter is replaced below
             last, self._last_dropped = self._last_dropped, None
             self._index = itertools.count()
+        finally:
+            self._lock.release()
         trailing = (offers - 1) % self._every if offers else 0
         # With threads, *last* is one of the last drops, not always the very last: the
         # count is exact either way.
@@ -141,6 +156,10 @@ class EveryNthSampler:
             return []
         last[N] = trailing
         return [last]
+
+    def after_fork(self) -> None:
+        """Start a forked child with a free lock: the parent's may be held by another thread."""
+        self._lock = threading.Lock()
 
 
 class PerSecondSampler:
@@ -192,17 +211,28 @@ class PerSecondSampler:
         fields[N] = n
         return fields
 
-    def flush(self) -> list[_Fields]:
+    def written(self, fields: _Fields) -> None:
+        """Nothing to note: a kept call's count is its own record's."""
+
+    def flush(self, *, timeout: float = -1) -> list[_Fields] | None:
         """Return the last dropped call's fields with ``n`` = the drops since the last kept."""
-        with self._lock:
+        if not self._lock.acquire(timeout=timeout):
+            return None
+        try:
             offers = next(self._index)
             trailing = offers - 1 - self._last_kept
             last = self._last_dropped
             self._reset()
+        finally:
+            self._lock.release()
         if not trailing or last is None:
             return []
         last[N] = trailing
         return [last]
+
+    def after_fork(self) -> None:
+        """Start a forked child with a free lock: the parent's may be held by another thread."""
+        self._lock = threading.Lock()
 
 
 class _Stat:
@@ -327,16 +357,61 @@ def _check_no_clash(name: str, stats: dict[str, _Stat]) -> None:
         raise FieldError(msg)
 
 
-class EveryNthAggregator:
+class _Owing:
+    """What aggregators share: the lock, and the records of closed windows not yet written.
+
+    A closed window's record stays owed from the moment it leaves the open window until the
+    run has written it, so that an exception raised in between (Ctrl-C) cannot lose its count:
+    flush() returns it with the open window.
+    """
+
+    __slots__ = ("_lock", "_owed", "_window")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._window = _Window()
+        self._owed: dict[int, _Fields] = {}
+
+    def _close_window(self) -> _Fields:
+        """Replace the open window; return its record, owed until written(). Holds _lock."""
+        record = self._window.record()
+        key = id(record)
+        fresh = _Window()
+        # Two stores and no call between: a signal handler cannot run between them, so the
+        # window's count is either in the open window or owed, never in neither.
+        self._window = fresh
+        self._owed[key] = record
+        return record
+
+    def written(self, fields: _Fields) -> None:
+        """Note that a closed window's record is in the log."""
+        self._owed.pop(id(fields), None)
+
+    def _take(self, timeout: float) -> list[_Fields] | None:
+        if not self._lock.acquire(timeout=timeout):
+            return None
+        try:
+            window, self._window = self._window, _Window()
+            owed = list(self._owed.values())
+            self._owed.clear()
+        finally:
+            self._lock.release()
+        return [*owed, window.record()] if window.offers else owed
+
+    def after_fork(self) -> None:
+        """Start a forked child with a free lock: the parent's may be held by another thread."""
+        self._lock = threading.Lock()
+
+
+class EveryNthAggregator(_Owing):
     """Write one aggregate record per window of n consecutive calls."""
 
-    __slots__ = ("_every", "_lock", "_window")
+    __slots__ = ("_every",)
 
     def __init__(self, every: int) -> None:
         _check_every(every)
+        super().__init__()
         self._every = every
-        self._lock = threading.Lock()
-        self._window = _Window()
 
     def offer(self, fields: _Fields) -> _Fields | None:
         """Add *fields* to the window; return the window's record when it is full."""
@@ -345,27 +420,23 @@ class EveryNthAggregator:
             window.add(fields)
             if window.offers < self._every:
                 return None
-            self._window = _Window()
-        return window.record()
+            return self._close_window()
 
-    def flush(self) -> list[_Fields]:
-        """Return the open window's record, if it has any call."""
-        with self._lock:
-            window, self._window = self._window, _Window()
-        return [window.record()] if window.offers else []
+    def flush(self, *, timeout: float = -1) -> list[_Fields] | None:
+        """Return the records of closed windows not yet written, then the open window's."""
+        return self._take(timeout)
 
 
-class PerSecondAggregator:
+class PerSecondAggregator(_Owing):
     """Write one aggregate record per window of 1/R seconds."""
 
-    __slots__ = ("_clock", "_end_s", "_interval_s", "_lock", "_window")
+    __slots__ = ("_clock", "_end_s", "_interval_s")
 
     def __init__(self, per_second: float, *, clock: Clock | None = None) -> None:
         _check_per_second(per_second)
         self._interval_s = 1.0 / per_second
+        super().__init__()
         self._clock = clock  # None: time.monotonic, looked up per call so tests can freeze it
-        self._lock = threading.Lock()
-        self._window = _Window()
         self._end_s = math.inf  # the open window's end; set by its first call
 
     def offer(self, fields: _Fields) -> _Fields | None:
@@ -375,15 +446,15 @@ class PerSecondAggregator:
         with self._lock:
             closed = None
             if now >= self._end_s:
-                closed, self._window = self._window, _Window()
+                closed = self._close_window()
             if not self._window.offers:
                 self._end_s = now + self._interval_s
             self._window.add(fields)
-        return None if closed is None else closed.record()
+        return closed
 
-    def flush(self) -> list[_Fields]:
-        """Return the open window's record, if it has any call."""
-        with self._lock:
-            window, self._window = self._window, _Window()
+    def flush(self, *, timeout: float = -1) -> list[_Fields] | None:
+        """Return the records of closed windows not yet written, then the open window's."""
+        records = self._take(timeout)
+        if records is not None:
             self._end_s = math.inf
-        return [window.record()] if window.offers else []
+        return records

@@ -25,6 +25,7 @@ class Sink(Protocol):
     """Something that takes encoded lines."""
 
     name: str
+    kind: str  # names the sink in run_end's dropped_by_sink: "file", "stdout"
     dropped: int
     fd: int  # the descriptor log() may write to directly, or -1
 
@@ -58,6 +59,7 @@ class _FdWriter:
     """Shared failure handling for sinks that write lines to a file descriptor."""
 
     name = "sink"
+    kind = "sink"
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
@@ -113,7 +115,14 @@ class _FdWriter:
         self._dropped += 1
         if not self._failed:
             self._failed = True
-            warn_stderr(f"the {self.name} failed ({err}); training continues, records are dropped")
+            warn_stderr(
+                f"the {self.name} failed ({err}); training continues, and records are dropped "
+                f"{self._where()} (run_end.dropped_by_sink counts them)"
+            )
+
+    def _where(self) -> str:
+        """Say where the records this sink drops go missing."""
+        return f"from the {self.name}"
 
     def close(self) -> None:
         """Nothing to release by default."""
@@ -130,6 +139,7 @@ class FileSink(_FdWriter):
     """
 
     name = "file sink"
+    kind = "file"
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
         super().__init__(os.open(path, _APPEND_FLAGS, 0o666))  # the umask decides the final mode
@@ -137,6 +147,7 @@ class FileSink(_FdWriter):
         self._fsync = fsync
         self._unchecked = 0  # writes since the last check that the file still has a name
         self._lost_to = 0  # bytes of a deleted, unrecoverable file already counted as dropped
+        self._lost_lines = 0  # the records in those bytes: a later re-creation restores them
         self._gone_warned = False
         self._pid = os.getpid()  # a forked child leaves the file to the parent
         self._checking = threading.Lock()  # one thread checks at a time; the others go on
@@ -170,6 +181,9 @@ class FileSink(_FdWriter):
         self._unchecked += 1
         if self._unchecked >= CHECK_EVERY:
             self.check_path()
+
+    def _where(self) -> str:
+        return f"from the log file {self.path}"
 
     def check_path(self) -> None:
         """Re-create the log file if it was deleted while open, or count its records as lost.
@@ -232,6 +246,8 @@ class FileSink(_FdWriter):
             os.close(fresh)
         os.close(self._reader)
         self._reader, self._lost_to = reader, 0
+        self._dropped -= self._lost_lines  # counted while the file could not be re-created
+        self._lost_lines = 0
         return size
 
     def _count_lost(self, err: OSError) -> None:
@@ -248,6 +264,7 @@ class FileSink(_FdWriter):
         except OSError:
             return
         self._dropped += lines
+        self._lost_lines += lines
         if not self._gone_warned:
             self._gone_warned = True
             warn_stderr(
@@ -264,20 +281,34 @@ class FileSink(_FdWriter):
             os.write(self.fd, b"\n")
 
     def close(self) -> None:
-        """Save the file if it was deleted, then close it."""
-        self.check_path()
-        for fd in (self.fd, self._reader):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        """Save the file if it was deleted, then close it; later checks do nothing."""
+        # Not while a check in another thread may still dup2() onto `fd`: the number, once
+        # closed, may belong to the job's next file. A check that does not finish in time
+        # (the code a signal handler interrupted) keeps the descriptors open instead.
+        if not self._checking.acquire(timeout=_CLOSE_WAIT_S):
+            return
+        try:
+            if self._reader >= 0 and os.getpid() == self._pid:
+                self._check_path()
+            for fd in (self.fd, self._reader):
+                if fd >= 0:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            self._reader = -1  # check_path() does nothing from now on
+        finally:
+            self._checking.release()
 
 
 class StdoutSink(_FdWriter):
     """Write lines to standard output: straight to its descriptor, or through a replaced stream."""
 
     name = "stdout sink"
+    kind = "stdout"
+
+    def _where(self) -> str:
+        return "from stdout only: the log file still gets them"
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream: TextIO | None = sys.stdout if stream is None else stream
@@ -322,6 +353,7 @@ _sync = getattr(os, "fdatasync", os.fsync)  # fdatasync skips the metadata a rea
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC
 _COPY_BYTES: Final = 1 << 20
+_CLOSE_WAIT_S: Final = 1.0
 #: Writes a FileSink makes between two checks that its file was not deleted.
 CHECK_EVERY: Final = 1024
 

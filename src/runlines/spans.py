@@ -63,6 +63,10 @@ class SpanStats:
         # thread ended adds to the same totals, which summary() merges anyway.
         self._shards: dict[int, dict[str, list[float]]] = {}
 
+    def after_fork(self) -> None:
+        """Start a forked child with a free lock: the parent's may be held by another thread."""
+        self._lock = threading.Lock()
+
     def totals(self) -> dict[str, list[float]]:
         """Return the calling thread's totals, name -> [count, total_s, max_s]."""
         shard = self._shards.get(_thread_id())
@@ -86,8 +90,9 @@ class SpanStats:
     def summary(self) -> dict[str, dict[str, float | int]]:
         """Return ``{name: {"count", "total_s", "mean_s", "max_s"}}`` in first-seen order."""
         merged: dict[str, list[float]] = {}
-        with self._lock:
-            shards = [shard.copy() for shard in self._shards.values()]
+        # No lock: list() and copy() are single steps under the GIL, and run_end is written
+        # from signal handlers, which must not wait for a lock the interrupted code holds.
+        shards = [shard.copy() for shard in list(self._shards.values())]
         for shard in shards:
             for name, (count, total, peak) in shard.items():
                 acc = merged.setdefault(name, [0, 0.0, peak])
