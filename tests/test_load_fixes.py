@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import runlines.reading as reading
+import runlines.reading._arrow as reading  # the pyarrow engine: its private knobs
 from _logs import line, raw, train, write
 from runlines.reading import decode_line, iter_events, load
 

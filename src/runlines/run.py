@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from runlines import _context, _lifecycle, _native
+from runlines import _context, _layout, _lifecycle, _native
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
 from runlines.sampling import make_sampler
@@ -273,7 +273,7 @@ class Run:
     @property
     def artifacts_dir(self) -> Path:
         """The folder of this run's side files: `<directory>/<name>.artifacts`."""
-        return self.path.with_suffix(".artifacts")
+        return _layout.artifacts_dir(self.path)
 
     @property
     def dropped(self) -> int:
@@ -547,7 +547,7 @@ class Run:
     def _acquire_lock(self) -> Any:
         from filelock import FileLock, Timeout
 
-        lock = FileLock(f"{self.path}.lock", timeout=_LOCK_WAIT_S)
+        lock = FileLock(_layout.lock_path(self.path), timeout=_LOCK_WAIT_S)
         try:
             lock.acquire()
         except Timeout:

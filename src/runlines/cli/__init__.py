@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from runlines import reading
-from runlines._cli_scale import add_commands as add_scale_commands
 from runlines._version import __version__
+from runlines.cli import _summaries
+from runlines.cli._scale import add_commands as add_scale_commands
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 
@@ -244,14 +245,14 @@ def _ls(args: argparse.Namespace) -> int:
     for log in logs:
         ranks[log.run] = ranks.get(log.run, 0) + 1
     mains = {log.run: log for log in sorted(logs, key=lambda log: -(log.rank or 0))}
-    summaries = [(reading.summarize(log), ranks[run]) for run, log in sorted(mains.items())]
+    summaries = [(_summaries.summarize(log), ranks[run]) for run, log in sorted(mains.items())]
     rows = [_ls_row(summary, files) for summary, files in summaries if _is_log(summary)]
     header = ["RUN", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "STEP", "METRIC"]
     print(_table(header, rows))
     return 0
 
 
-def _is_log(summary: reading.RunSummary) -> bool:
+def _is_log(summary: _summaries.LsSummary) -> bool:
     """Return whether *summary* is of a log; warn about a file whose lines are no records."""
     path = summary.log.path
     if summary.last is not None or summary.started is not None or path.stat().st_size == 0:
@@ -262,7 +263,7 @@ def _is_log(summary: reading.RunSummary) -> bool:
     return False
 
 
-def _ls_row(summary: reading.RunSummary, files: int) -> list[str]:
+def _ls_row(summary: _summaries.LsSummary, files: int) -> list[str]:
     name = summary.log.run + (f" ({files} ranks)" if files > 1 else "")
     status = summary.status
     if status == "died":
@@ -284,7 +285,7 @@ def _ls_row(summary: reading.RunSummary, files: int) -> list[str]:
 
 def _show(args: argparse.Namespace) -> int:
     path = _resolve_run(args.run)
-    details = reading.describe(reading.log_file(path))
+    details = _summaries.describe(reading.log_file(path))
     print(_show_header(details))
     for section in (_config, _events, _spans, _artifacts, _last_values):
         text = section(details)
@@ -293,11 +294,11 @@ def _show(args: argparse.Namespace) -> int:
             print(text)
     for log in _rank_logs(path):
         print()
-        print(_rank_section(reading.describe(log)))
+        print(_rank_section(_summaries.describe(log)))
     return 0
 
 
-def _show_header(details: reading.RunDetails) -> str:
+def _show_header(details: _summaries.RunDetails) -> str:
     start = details.starts[-1] if details.starts else {}
     attempts = reading.attempt_count([(0, r) for r in details.starts])
     duration = None
@@ -354,7 +355,7 @@ def _flatten(config: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
     return items
 
 
-def _config(details: reading.RunDetails) -> str:
+def _config(details: _summaries.RunDetails) -> str:
     config = details.starts[-1].get("config") if details.starts else None
     if not isinstance(config, Mapping) or not config:
         return ""
@@ -365,12 +366,12 @@ def _pairs(items: Iterable[tuple[str, Any]]) -> list[list[str]]:
     return [[key, _value(value)] for key, value in items]
 
 
-def _events(details: reading.RunDetails) -> str:
+def _events(details: _summaries.RunDetails) -> str:
     counts = sorted(details.counts.items(), key=lambda item: -item[1])
     return "events\n" + _table(["EVENT", "COUNT"], [[e, f"{n:,}"] for e, n in counts], "  ")
 
 
-def _spans(details: reading.RunDetails) -> str:
+def _spans(details: _summaries.RunDetails) -> str:
     if not details.spans:
         return ""
     rows = [
@@ -380,7 +381,7 @@ def _spans(details: reading.RunDetails) -> str:
     return "spans\n" + _table(["SPAN", "COUNT", "TOTAL_S", "MEAN_S", "MAX_S"], rows, "  ")
 
 
-def _artifacts(details: reading.RunDetails) -> str:
+def _artifacts(details: _summaries.RunDetails) -> str:
     if not details.artifacts:
         return ""
     rows = [
@@ -407,14 +408,14 @@ def _size(value: Any) -> str:
     return "-"
 
 
-def _last_values(details: reading.RunDetails) -> str:
+def _last_values(details: _summaries.RunDetails) -> str:
     if not details.last:
         return ""
     rows = [[name, _value(value), _value(step)] for name, (value, step) in details.last.items()]
     return "last values\n" + _table(["FIELD", "VALUE", "STEP"], rows, "  ")
 
 
-def _rank_section(details: reading.RunDetails) -> str:
+def _rank_section(details: _summaries.RunDetails) -> str:
     head = f"rank {details.log.rank} ({details.log.path}): {details.status}"
     parts = [head, _events(details), _last_values(details)]
     return "\n".join(part for part in parts if part)
@@ -534,7 +535,7 @@ def _which(args: argparse.Namespace) -> int:
         raise ReadError(msg, str(target))
     digest = reading.sha256_of(target)
     logs = _logs_for_which(target, args.dir)
-    matches = reading.find_artifact(digest, logs)
+    matches = _summaries.find_artifact(digest, logs)
     if not matches:
         where = args.dir or f"{target.resolve().parent} and {_WHICH_LEVELS} folders up"
         msg = (
@@ -560,7 +561,7 @@ def _logs_for_which(target: Path, folder: Path | None) -> list[reading.LogFile]:
     return [reading.log_file(p) for p in paths if p.is_file()]
 
 
-def _which_line(match: reading.ArtifactMatch) -> str:
+def _which_line(match: _summaries.ArtifactMatch) -> str:
     record = match.record
     parts = [
         f"run {match.log.run}",
