@@ -36,7 +36,7 @@ class TestOwnAttemptField:
             line("train_step", step=1),
         )
 
-        frame = load(log)
+        frame = load(log, superseded=True)
 
         assert frame.attempt.tolist() == [1, 7, 1, 2, 3, 2]
         assert frame.attempt.dtype == np.int64

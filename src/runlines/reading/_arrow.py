@@ -89,8 +89,16 @@ class _Piece:
     nulls: dict[str, _Ints] = field(default_factory=dict)
     # per field: the rows holding a value (not None), and the first one's line and place in it
     fields: dict[str, tuple[int, tuple[int, int]]] = field(default_factory=dict)
+    # each column's place in the table: a name lookup per column must not scan all names
+    places: dict[str, int] = field(default_factory=dict)
+
+    def column(self, name: str) -> Any:
+        """Return column *name* of the table, or None when it has none."""
+        place = self.places.get(name)
+        return None if place is None else self.table.column(place)
 
     def __post_init__(self) -> None:
+        self.places = {name: i for i, name in enumerate(self.table.column_names)}
         for row, record in zip(self.rows, self.records, strict=True):
             for key, value in record.items():
                 rows, values = self.patches.setdefault(key, ([], []))
@@ -607,7 +615,7 @@ class _Lines:
                 held[name] = (count, int(np.argmax(valid[name])) if name in valid else 0)
         for name, (rows, values) in piece.patches.items():
             mask = valid.get(name)
-            in_table = name in table.column_names
+            in_table = name in piece.places
             mine = [
                 row
                 for row, value in zip(rows, values, strict=True)
@@ -616,12 +624,12 @@ class _Lines:
             if mine:  # rows whose value only Python has (a nested row's is in the table too)
                 count, row = held.get(name, (0, mine[0]))
                 held[name] = (count + len(mine), min(row, min(mine)))
-        order: dict[int, list[str]] = {}
+        order: dict[int, dict[str, int]] = {}
         for name, (count, row) in held.items():
             if row not in order:
-                order[row] = self._keys(int(lines[row]), table)
+                order[row] = {k: i for i, k in enumerate(self._keys(int(lines[row]), table))}
             keys = order[row]
-            place = keys.index(name) if name in keys else len(keys)
+            place = keys.get(name, len(keys))
             piece.fields[name] = (count, (int(piece.lines[row]), place))
         for name in {*table.column_names, *piece.patches} - held.keys():
             piece.fields[name] = (0, (0, 0))  # only ever None here
@@ -875,7 +883,7 @@ class _Columns:
         choices = pa.array(list(wanted), type=pa.string())
         for piece, positions in zip(self.pieces, self.full.positions, strict=True):
             hit = np.zeros(piece.table.num_rows, dtype=bool)
-            column = piece.table.column(name) if name in piece.table.column_names else None
+            column = piece.column(name)
             if column is not None and _arrow_kind(column.type) == "str":
                 found = pc.is_in(column.cast(pa.string()), value_set=choices)
                 hit = found.to_numpy(zero_copy_only=False).astype(bool)
@@ -895,8 +903,9 @@ class _Columns:
 
         kinds = {_python_kind(v) for p in self.pieces for v in p.patches.get(name, ((), ()))[1]}
         for piece in self.pieces:
-            if name in piece.table.column_names:
-                kinds.add(_arrow_kind(piece.table.schema.field(name).type))
+            place = piece.places.get(name)
+            if place is not None:
+                kinds.add(_arrow_kind(piece.table.schema.field(place).type))
         kind = _common_type(kinds)
         if kind is not None:
             build = self._arrow_column if kind == pa.string() else self._numbers
@@ -961,7 +970,7 @@ class _Columns:
 
         out = np.full(layout.size, None, dtype=object)
         for piece, positions in zip(self.pieces, layout.positions, strict=True):
-            column = piece.table.column(name) if name in piece.table.column_names else None
+            column = piece.column(name)
             if column is not None and _arrow_kind(column.type) is not None:
                 valid = column.is_valid()
                 at = positions[valid.to_numpy(zero_copy_only=False)]
@@ -1007,7 +1016,7 @@ def _arrow_chunks(piece: _Piece, name: str, kind: Any) -> list[Any]:
     import pyarrow.compute as pc
 
     table = piece.table
-    column = table.column(name) if name in table.column_names else None
+    column = piece.column(name)
     rows, values = piece.patches.get(name, ([], []))
     if column is None or _arrow_kind(column.type) is None:
         if not rows:
@@ -1077,7 +1086,10 @@ def _as_floats(column: Any) -> npt.NDArray[np.float64]:
 
 def _number_or_nan(value: Any) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond any float
+            return math.inf if value > 0 else -math.inf
     return float("nan")
 
 
@@ -1101,27 +1113,67 @@ def _start_fields(table: _Columns, starts: _Ints, name: str) -> list[Any]:
 
 
 def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
-    """Return each row's attempt and whether a later attempt's resume_step supersedes it."""
+    """Return each row's attempt and whether a later attempt supersedes it (see `_rules`)."""
     import numpy as np
 
     attempt = np.ones(table.num_rows, dtype=np.int64)
     superseded = np.zeros(table.num_rows, dtype=bool)
+    segment = np.zeros(table.num_rows, dtype=np.int64)  # run_starts before the row, per log
     starts = np.flatnonzero(table.matches("event", ["run_start"]))
     numbers = _start_fields(table, starts, "attempt")
     resumes = np.array([_number_or_nan(r) for r in _start_fields(table, starts, "resume_step")])
-    steps = None
-    if not np.isnan(resumes).all() and "step" in table.names:
-        steps = _as_floats(table.get("step"))
+    steps = _as_floats(table.get("step")) if "step" in table.names else None
     for first, stop in _rows_per_log(logs):
         mine = (starts >= first) & (starts < stop)
         # the rows before the first run_start, then those from each run_start to the next
         lengths = np.diff(np.concatenate(([0], starts[mine] - first, [stop - first])))
         nums = attempt_numbers([n for n, m in zip(numbers, mine, strict=True) if m])
         attempt[first:stop] = np.repeat([1, *nums], lengths)
-        if steps is not None:
+        segment[first:stop] = np.repeat(np.arange(len(nums) + 1), lengths)
+        if steps is not None and not np.isnan(resumes[mine]).all():
             cutoff = np.repeat(step_cutoffs(resumes[mine].tolist()), lengths)
             superseded[first:stop] = steps[first:stop] > cutoff
+    if steps is not None and len(segment) and segment.max() > 0:
+        superseded |= _rewritten(table, logs, segment, steps)
     return attempt, superseded
+
+
+def _rewritten(table: _Columns, logs: list[_ParsedLog], segment: _Ints, steps: Any) -> _Bools:
+    """Return where a later attempt of the same log wrote a record of the same (event, step)."""
+    import numpy as np
+
+    which = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])
+    codes = _codes(table.get("event"))
+    rows = np.flatnonzero(~np.isnan(steps) & (codes >= 0))
+    order = rows[np.lexsort((steps[rows], codes[rows], which[rows]))]
+    keys = np.stack((which[order], codes[order], steps[order]))
+    cuts = np.flatnonzero((keys[:, 1:] != keys[:, :-1]).any(axis=0)) + 1
+    bounds = np.concatenate(([0], cuts)).astype(np.int64)
+    latest = np.zeros(0, np.int64)
+    if len(order):
+        latest = np.repeat(
+            np.maximum.reduceat(segment[order], bounds), np.diff([*bounds, len(order)])
+        )
+    out = np.zeros(table.num_rows, dtype=bool)
+    out[order] = segment[order] < latest
+    return out
+
+
+def _codes(column: Any) -> _Ints:
+    """Return a code per row that tells its text value apart; -1 where it is no text."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, _Numbers):
+        return np.full(len(column), -1, dtype=np.int64)
+    if isinstance(column, np.ndarray):
+        texts = [v if isinstance(v, str) else None for v in column.tolist()]
+        column = pa.array(texts, type=pa.string())
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    indices = pc.dictionary_encode(column).indices.fill_null(-1)
+    return indices.to_numpy(zero_copy_only=False).astype(np.int64)  # type: ignore[no-any-return]
 
 
 def _event_rows(table: _Columns, names: list[str], skipped: set[str]) -> _Bools:

@@ -36,7 +36,7 @@ import orjson
 
 from runlines.encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, QueryError, ReadError, RunlinesWarning
-from runlines.reading._files import LogFile, find_logs
+from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._rules import attempt_numbers, event_names, step_cutoffs
 
 if TYPE_CHECKING:
@@ -424,7 +424,7 @@ def _base_sql(plan: _Plan, *, superseded: bool, ordered: bool) -> str:
         parts.append(_counted_sql(plan, ordered=ordered))
     source = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     attempt = "coalesce(s.attempt, f.attempt)" if plan.counted else "f.attempt"
-    columns = ["r.ts AS ts", "r.event AS event", "coalesce(r.run, f.run) AS run"]
+    columns = ["r.ts AS ts", "r.event AS event", "coalesce(f.label, r.run, f.run) AS run"]
     if plan.has_rank:
         rank = "coalesce(r.rank, f.rank)" if "rank" in schema.kinds else "f.rank"
         columns.append(f"{rank} AS rank")
@@ -442,22 +442,41 @@ def _base_sql(plan: _Plan, *, superseded: bool, ordered: bool) -> str:
     where = "(" + " OR ".join(f"r.{_ident(n)} IS NOT NULL" for n in schema.present) + ")"
     if not superseded and plan.counted and schema.kinds.get("step") in ("int", "float"):
         where += ' AND coalesce(NOT (CAST(r."step" AS DOUBLE) > s.cutoff), true)'
+        joins += f" LEFT JOIN ({_latest_sql(plan)}) AS l ON r.{_FILE} = l.file"
+        joins += ' AND r.event = l.event AND CAST(r."step" AS DOUBLE) = l.step'
+        where += f" AND coalesce(r.{_K} >= l.k, true)"
     return f"SELECT {', '.join(columns)} FROM ({source}) AS r {joins} WHERE {where}"
+
+
+def _latest_sql(plan: _Plan) -> str:
+    """Return the last attempt (as k) that wrote each (file, event, step) of the counted files.
+
+    A later attempt's record wins over an earlier one's at the same (event, step).
+    """
+    counted = _counted_sql(plan, ordered=False)
+    return (
+        f'SELECT {_FILE} AS file, event, CAST("step" AS DOUBLE) AS step, max({_K}) AS k '
+        f'FROM ({counted}) WHERE "step" IS NOT NULL GROUP BY ALL'
+    )
 
 
 # --- attempts and files tables ----------------------------------------------------------------
 
 
-def _file_rows(plan: _Plan) -> list[tuple[str, int, str, int | None, int | None]]:
-    """Return (file, index, run, rank, attempt) per file; attempt is None where it is counted."""
+def _file_rows(plan: _Plan) -> list[tuple[str, int, str, int | None, int | None, str | None]]:
+    """Return (file, index, run, rank, attempt, label) per file.
+
+    attempt is None where it is counted; label is the run's name where names collide.
+    """
     ranked = {log.run for log in plan.logs if log.rank is not None}
+    labels = run_labels(plan.logs)
     rows = []
     for index, (log, scan) in enumerate(zip(plan.logs, plan.scans, strict=True)):
         rank = log.rank if log.rank is not None else (0 if log.run in ranked else None)
         attempt = None
         if scan.is_simple:
             attempt = attempt_numbers([s.attempt for s in scan.starts])[0] if scan.starts else 1
-        rows.append((str(log.path), index, log.run, rank, attempt))
+        rows.append((str(log.path), index, log.run, rank, attempt, labels.get(log.path)))
     return rows
 
 
@@ -476,9 +495,9 @@ def _start_rows(plan: _Plan) -> list[tuple[str, int, int, float]]:
 def _register_tables(con: duckdb.DuckDBPyConnection, plan: _Plan) -> None:
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {_FILES} "
-        "(file VARCHAR, fidx INTEGER, run VARCHAR, rank BIGINT, attempt BIGINT)"
+        "(file VARCHAR, fidx INTEGER, run VARCHAR, rank BIGINT, attempt BIGINT, label VARCHAR)"
     )
-    con.executemany(f"INSERT INTO {_FILES} VALUES (?, ?, ?, ?, ?)", _file_rows(plan))
+    con.executemany(f"INSERT INTO {_FILES} VALUES (?, ?, ?, ?, ?, ?)", _file_rows(plan))
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {_STARTS} "
         "(file VARCHAR, k BIGINT, attempt BIGINT, cutoff DOUBLE)"

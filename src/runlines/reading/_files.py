@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from runlines._layout import LOG_SUFFIX, hash_path, lock_path, not_regular_reason, run_and_rank
 from runlines.errors import ReadError, RunlinesWarning
 
-__all__ = ["LOG_SUFFIX", "LogFile", "find_logs", "is_locked", "lock_path", "log_file", "sha256_of"]
+__all__ = [
+    "LOG_SUFFIX",
+    "LogFile",
+    "find_logs",
+    "is_locked",
+    "lock_path",
+    "log_file",
+    "run_labels",
+    "sha256_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,3 +105,24 @@ def _is_log_file(path: Path) -> bool:
 def sha256_of(path: str | os.PathLike[str]) -> str:
     """Return the hex sha256 of a regular file, or of a folder as artifact records hash it."""
     return hash_path(Path(path))[1]
+
+
+def run_labels(logs: Sequence[LogFile]) -> dict[Path, str]:
+    """Return a label for each log whose run name another folder's log shares, by its path.
+
+    A run is its log file: `exp1/baseline.jsonl` and `exp2/baseline.jsonl` are two runs,
+    labelled by their path relative to the logs' common folder (`exp1/baseline`,
+    `exp2/baseline`). Logs whose names collide with no other keep their plain names (no label).
+    """
+    folders: dict[str, set[Path]] = {}
+    for log in logs:
+        folders.setdefault(log.run, set()).add(log.path.resolve().parent)
+    colliding = [log for log in logs if len(folders[log.run]) > 1]
+    if not colliding:
+        return {}
+    common = Path(os.path.commonpath([str(log.path.resolve().parent) for log in colliding]))
+    labels = {}
+    for log in colliding:
+        folder = log.path.resolve().parent.relative_to(common)
+        labels[log.path] = (folder / log.run).as_posix()
+    return labels

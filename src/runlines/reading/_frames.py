@@ -22,11 +22,12 @@ from runlines.reading._arrow import (
     _read_log,
     _values_at,
 )
-from runlines.reading._files import LogFile, find_logs
+from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._rules import (
     AGGREGATIONS,
     FIRST_COLUMNS,
     Errors,
+    as_attempt,
     check_errors,
     did_you_mean,
     event_names,
@@ -206,7 +207,8 @@ def _own_attempts(own: Any, derived: _Ints) -> Any:
     """Return the attempt of each row: the record's own `attempt` field where it has one.
 
     Run writes `attempt` on run_start and run_end only, where it is the attempt; a record that
-    logs a field of that name keeps its value, so nothing is lost. Where every such value is an
+    logs a field of that name keeps its value, so nothing is lost, unless it is an int that
+    int64 cannot hold. Where every such value is an
     integer the column stays int64; otherwise it holds Python objects.
     """
     import numpy as np
@@ -221,7 +223,11 @@ def _own_attempts(own: Any, derived: _Ints) -> Any:
         rows = np.flatnonzero(own.is_valid().to_numpy(zero_copy_only=False))
     merged = derived.astype(object)
     for row, value in zip(rows.tolist(), _values_at(own, rows), strict=True):
+        if isinstance(value, int) and as_attempt(value) is None:
+            continue  # an int no int64 holds (a foreign log): the derived attempt stands
         merged[row] = value
+    if all(type(v) is int for v in merged):
+        return merged.astype(np.int64)
     return merged
 
 
@@ -254,14 +260,19 @@ def _numbers_for_pandas(pd: Any, column: _Numbers) -> Any:
 
 
 def _run_column(pd: Any, column: Any, logs: list[_ParsedLog], which: _Ints) -> Any:
-    """Return the `run` column, filled from the file name where a record has none."""
+    """Return the `run` column: the record's, else the file name; a label where names collide."""
     import numpy as np
 
-    if not isinstance(column, (np.ndarray, _Numbers)) and column.null_count == 0:
+    labels = run_labels([log.log for log in logs])
+    if not labels and not isinstance(column, (np.ndarray, _Numbers)) and column.null_count == 0:
         return column.to_pandas()
     values = np.asarray(_series(pd, column), dtype=object)
-    fallback = np.array([log.log.run for log in logs], dtype=object)[which]
+    names = [labels.get(log.log.path, log.log.run) for log in logs]
+    fallback = np.array(names, dtype=object)[which]
     filled = np.where(pd.isna(values), fallback, values)
+    if labels:
+        labelled = np.array([log.log.path in labels for log in logs], dtype=bool)[which]
+        filled = np.where(labelled, fallback, filled)
     return pd.Series(filled, dtype=object if pd.__version__ < "3" else "str")
 
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlparse
 
 from runlines._layout import LOG_SUFFIX
 from runlines.encoding import NONFINITE_KEY
-from runlines.reading._files import log_file
+from runlines.reading._files import log_file, run_labels
 from runlines.reading._rules import attempt_numbers, step_cutoffs
 
 if TYPE_CHECKING:
@@ -149,10 +148,6 @@ def _classify(raw: DataFrame) -> tuple[dict[str, int | None], dict[str, list[tup
     return simple, counted
 
 
-def _file_name(uri: str) -> str:
-    return unquote(PurePosixPath(urlparse(uri).path).name)
-
-
 class _Tables:
     """The small tables joined to the records: per file (run, rank, attempt), per attempt."""
 
@@ -163,14 +158,18 @@ class _Tables:
         simple: dict[str, int | None],
         counted: dict[str, list[tuple[Any, Any]]],
     ) -> None:
-        logs = {uri: log_file(_file_name(uri)) for uri in files}
+        logs = {uri: log_file(unquote(urlparse(uri).path)) for uri in files}
         ranked = {log.run for log in logs.values() if log.rank is not None}
+        labels = run_labels(list(logs.values()))
         self.has_rank = bool(ranked)
         rows = []
         for uri, log in logs.items():
             rank = log.rank if log.rank is not None else (0 if log.run in ranked else None)
-            rows.append((uri, log.run, rank, simple.get(uri)))
-        schema = f"{_FILE} string, __runlines_run string, __runlines_rank long, attempt long"
+            rows.append((uri, log.run, rank, simple.get(uri), labels.get(log.path)))
+        schema = (
+            f"{_FILE} string, __runlines_run string, __runlines_rank long, attempt long, "
+            "__runlines_label string"
+        )
         self.files = spark.createDataFrame(rows, schema)
         starts = []
         for uri, found in counted.items():
@@ -197,10 +196,19 @@ def _counted_part(
     before = Window.partitionBy(_FILE).orderBy(_POS).rowsBetween(Window.unboundedPreceding, 0)
     is_start = F.coalesce(F.col("event") == "run_start", F.lit(False)).cast("long")
     frame = frame.withColumn(_K, F.sum(is_start).over(before)).drop(_POS)
-    frame = frame.join(F.broadcast(tables.starts), [_FILE, _K]).drop(_K)
+    frame = frame.join(F.broadcast(tables.starts), [_FILE, _K])
     if not superseded and "step" in frame.columns:
-        rewound = F.col("step").cast("double") > F.col("__runlines_cutoff")
-        frame = frame.where(~F.coalesce(rewound, F.lit(False)))
+        step = F.col("step").cast("double")
+        rewound = step > F.col("__runlines_cutoff")
+        # a later attempt's record wins over an earlier one's at the same (event, step)
+        latest = F.max(_K).over(Window.partitionBy(_FILE, "event", step))
+        frame = frame.withColumn("__runlines_latest", latest)
+        later = (
+            step.isNotNull() & F.col("event").isNotNull() & (F.col(_K) < F.col("__runlines_latest"))
+        )
+        frame = frame.where(~F.coalesce(rewound, F.lit(False)) & ~F.coalesce(later, F.lit(False)))
+        frame = frame.drop("__runlines_latest")
+    frame = frame.drop(_K)
     files = tables.files.drop("attempt")
     return frame.drop("__runlines_cutoff").join(F.broadcast(files), _FILE)
 
@@ -216,7 +224,9 @@ def _output(frame: DataFrame, raw: DataFrame, has_rank: bool) -> DataFrame:
         if "ts" in types
         else F.lit(None).cast("double").alias("ts"),
         _field(frame, "event").cast("string").alias("event"),
-        F.coalesce(_field(frame, "run").cast("string"), F.col("__runlines_run")).alias("run"),
+        F.coalesce(
+            F.col("__runlines_label"), _field(frame, "run").cast("string"), F.col("__runlines_run")
+        ).alias("run"),
     ]
     record_rank = "rank" in types
     if has_rank or record_rank:
