@@ -19,7 +19,7 @@ from runlines.errors import (
 from runlines.run import Run
 
 if typing.TYPE_CHECKING:
-    from runlines.reading import compare, iter_events, load
+    from runlines.reading import compare, iter_events, load, runs
     from runlines.sql import export, query
 
 __all__ = [
@@ -38,11 +38,12 @@ __all__ = [
     "iter_events",
     "load",
     "query",
+    "runs",
 ]
 
 # The read side is imported on first use: a training process that only writes never pays for it.
 _LAZY = {
-    **dict.fromkeys(("compare", "iter_events", "load"), "runlines.reading"),
+    **dict.fromkeys(("compare", "iter_events", "load", "runs"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
 }
 

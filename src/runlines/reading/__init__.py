@@ -32,6 +32,7 @@ from runlines.reading._lines import (
 )
 from runlines.reading._rules import AGGREGATIONS
 from runlines.reading._summary import RunSummary, attempt_count, lifecycle, run_status
+from runlines.reading._table import runs
 
 __all__ = [
     "AGGREGATIONS",
@@ -54,6 +55,7 @@ __all__ = [
     "log_file",
     "numeric_fields",
     "run_status",
+    "runs",
     "sha256_of",
     "skipped_lines_message",
 ]

@@ -27,6 +27,7 @@ __all__ = ["RunSummary", "attempt_count", "is_stalled", "lifecycle", "run_status
 
 STALL_MIN_S: Final = 60.0
 STALL_GAPS: Final = 10.0
+_NUMBER_TYPES: Final = (int, float)  # exact types: a bool is no metric
 _RECENT: Final = 32  # the gaps between this many last records set a run's pace
 
 
@@ -104,6 +105,7 @@ class RunSummary:
         self._active_s = 0.0  # the durations of the attempts before the current one
         self._attempt_ts: float | None = None  # the first ts of the current attempt
         self._best: dict[str, _Best] = {}
+        self._metrics: dict[tuple[str, str], tuple[str, _Best | None]] = {}
         self._fresh: set[str] = set()  # metrics the current attempt has written
         self._gaps: deque[float] = deque(maxlen=_RECENT)
 
@@ -153,17 +155,19 @@ class RunSummary:
         if is_number(step):
             self.step = step
         at = float(step) if is_number(step) else math.inf
+        metrics = self._metrics
         for field, value in record.items():
-            if field in BOOKKEEPING or field in ("event", "run") or not is_number(value):
+            if type(value) not in _NUMBER_TYPES:
                 continue
-            key = f"{event}.{field}"
+            metric = metrics.get((event, field))
+            if metric is None:
+                metric = metrics[(event, field)] = self._metric(event, field)
+            key, best = metric
+            if not key:
+                continue
             self.last[key] = value
-            way = direction(field)
-            if way is None:
-                continue
-            best = self._best.get(key)
             if best is None:
-                best = self._best[key] = _Best(lower=way == "min")
+                continue
             if key not in self._fresh:
                 self._fresh.add(key)
                 if self.attempts > 1 and math.isfinite(at):
@@ -172,6 +176,15 @@ class RunSummary:
                 best.add(at, float(value))
             except OverflowError:  # an int beyond any float: no best to compare it with
                 continue
+
+    def _metric(self, event: str, field: str) -> tuple[str, _Best | None]:
+        """Return the column of (event, field) and its best tracker; '' for no metric."""
+        if field in BOOKKEEPING or field in ("event", "run"):
+            return "", None
+        key = f"{event}.{field}"
+        way = direction(field)
+        best = None if way is None else self._best.setdefault(key, _Best(lower=way == "min"))
+        return key, best
 
     def status(self, *, alive: bool | None = None, now: float | None = None) -> str:
         """Return running, stalled, died, or how the last attempt ended (ok, failed, ...)."""
