@@ -19,11 +19,13 @@ from runlines.cli import _summaries
 from runlines.cli._scale import add_commands as add_scale_commands
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
+from runlines.reading._lines import RAISE_HINT
 
 __all__ = ["follow", "main"]
 
 _WHICH_LEVELS: Final = 3  # `which` looks in the file's folder and this many parents
 _POLL_S: Final = 0.5
+_RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
 _sleep: Callable[[float], None] = time.sleep  # tests replace it to drive `tail -f` step by step
 
 
@@ -69,14 +71,19 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    print(f"runlines: warning: {message}", file=sys.stderr)
+    # the Python option the message suggests is no option of any command
+    text = str(message).replace(RAISE_HINT, "")
+    print(f"runlines: warning: {text}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="runlines",
         description="Look at runlines logs: list runs, show one, follow it, compare and plot.",
-        epilog="A RUN is a log file, or a run name looked up in the current folder (NAME.jsonl).",
+        epilog=(
+            "A RUN is a log file, or a run name looked up in the current folder (NAME.jsonl), "
+            "then in runs/."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"runlines {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -155,11 +162,15 @@ def _resolve_run(text: str) -> Path:
     named = Path(f"{text}{reading.LOG_SUFFIX}")
     if named.is_file():
         return named
+    under_runs = Path(_RUNS_DIR, named)  # where the Quick start writes
+    if not path.is_absolute() and under_runs.is_file():
+        return under_runs
     if path.is_dir():
         msg = f"{text} is a folder; pass one log file or run name (list them: runlines ls {text})"
         raise ReadError(msg, text)
     msg = (
-        f"no run {text!r}: there is no file {text} and no {named} in {Path.cwd()}; pass a log "
+        f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()} or in "
+        f"{_RUNS_DIR}/; pass a log "
         "file, or a run name from the folder that holds its log (list them: runlines ls)"
     )
     raise ReadError(msg, text)
@@ -425,8 +436,13 @@ def _rank_section(details: _summaries.RunDetails) -> str:
 
 
 def _tail(args: argparse.Namespace) -> int:
-    path = _resolve_run(args.run)
     events = set(args.event) if args.event else None
+    try:
+        path = _resolve_run(args.run)
+    except ReadError:
+        if not args.follow or Path(args.run).is_dir():
+            raise
+        return _wait_and_follow(args, events)
     size = path.stat().st_size
     records = reading.last_records(path, args.n, events=events) if args.n else []
     if not records and not args.follow and args.n:  # -n 0 asks for nothing: not an error
@@ -438,6 +454,18 @@ def _tail(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     try:
         follow(path, sys.stdout, events=events, offset=size, poll_s=args.poll, width=width)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def _wait_and_follow(args: argparse.Namespace, events: Collection[str] | None) -> int:
+    """Follow a run that has not started yet from its first record, as `tail -F` does."""
+    text = args.run
+    path = Path(text if text.endswith(reading.LOG_SUFFIX) else f"{text}{reading.LOG_SUFFIX}")
+    print(f"runlines: waiting for {path} to appear (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        follow(path, sys.stdout, events=events, offset=0, poll_s=args.poll)
     except KeyboardInterrupt:
         return 0
     return 0

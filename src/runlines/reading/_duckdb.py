@@ -271,18 +271,30 @@ def _schema(
         key=lambda item: (item[0], item[1][3]),
     )
     shapes: list[set[str]] = []  # the names with a value, per shape read
+    deep = 0
     for _, (event, shape, count, _) in ordered:
         if event is not None:
             seen_events.add(event)
         if events is not None and event not in events:
             continue
+        try:
+            structure = orjson.loads(shape)
+        except orjson.JSONDecodeError:  # nested deeper than any reader takes: load() skips it
+            deep += count
+            continue
         shapes.append(set())
-        for name, value in orjson.loads(shape).items():
+        for name, value in structure.items():
             kind = _kind(value)
             kinds[name] = _merge(kinds.get(name, "null"), kind)
             counts[name] = counts.get(name, 0) + (count if kind != "null" else 0)
             if kind != "null":
                 shapes[-1].add(name)
+    if deep:
+        msg = (
+            f"{deep} records are nested too deep to read (over 1,024 levels): their fields "
+            "other than those of shallower records read as NULL; load() skips these lines"
+        )
+        warnings.warn(msg, RunlinesWarning, stacklevel=5)
     for name in _FIRST:
         kinds.setdefault(name, "null")
     nonfinite = kinds.get(NONFINITE_KEY)

@@ -76,9 +76,11 @@ def _prefetch_pandas(caller: str) -> None:
     import threading
 
     if "pandas" in sys.modules:
+        import_pandas(caller)  # the install hint when numpy or pyarrow is missing
         return
     try:
-        missing = not all(importlib.util.find_spec(name) for name in ("pandas", "pyarrow"))
+        needed = ("numpy", "pandas", "pyarrow")
+        missing = not all(importlib.util.find_spec(name) for name in needed)
     except (ImportError, ValueError):
         missing = True
     if missing:
@@ -113,14 +115,14 @@ def load(
         ReadError: a missing or unreadable log, or a bad line with ``errors="raise"``.
         FieldError: an event name or a column that no record has.
     """
-    import numpy as np
-
     check_errors(errors)
     if engine != "pandas":
         return _load_duckdb(sources, event, columns, superseded, errors, engine)
     names = event_names(event)
     found = find_logs(*sources)
     _prefetch_pandas("load()")
+    import numpy as np
+
     logs = [_read_log(log, errors, names) for log in found]
     pd = import_pandas("load()")
     table = _Columns(logs)
