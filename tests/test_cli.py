@@ -297,9 +297,9 @@ class TestShow:
 
         err = capsys.readouterr().err
         assert err == (
-            "runlines: error: no run 'nope': there is no file nope and no nope.jsonl in "
-            f"{tmp_path}; pass a log file, or a run name from the folder that holds its log "
-            "(list them: runlines ls)\n"
+            "runlines: error: no run 'nope': there is no file nope, and no nope.jsonl in "
+            f"{tmp_path} or in runs/; pass a log file, or a run name from the folder that holds "
+            "its log (list them: runlines ls)\n"
         )
 
     def test_a_folder_is_not_a_run(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
