@@ -20,6 +20,7 @@ from runlines.cli._scale import add_commands as add_scale_commands
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._lines import RAISE_HINT
+from runlines.reading._table import summary_of
 
 __all__ = ["follow", "main"]
 
@@ -100,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
 def _add_ls(commands: Any) -> None:
     ls = commands.add_parser("ls", help="list the runs in a folder, one line each")
     ls.add_argument("dir", nargs="?", default=".", metavar="DIR", help="default: the current one")
+    ls.add_argument("-r", "--recursive", action="store_true", help="walk subfolders too")
+    ls.add_argument("--sort", metavar="COLUMN", help="sort by a column; --sort=-COLUMN: descending")
+    ls.add_argument("--columns", metavar="A,B", help="more columns: config.lr,eval.accuracy")
+    ls.add_argument("--json", action="store_true", help="print every column as JSON")
     ls.set_defaults(handler=_ls)
 
 
@@ -251,22 +256,75 @@ def _is_numeric(text: str) -> bool:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    logs = reading.find_logs(args.dir)
-    ranks: dict[str, int] = {}
+    logs = _ls_logs(Path(args.dir), recursive=args.recursive)
+    ranks: dict[tuple[Path, str], int] = {}
     for log in logs:
-        ranks[log.run] = ranks.get(log.run, 0) + 1
-    mains = {log.run: log for log in sorted(logs, key=lambda log: -(log.rank or 0))}
-    summaries = [(_summaries.summarize(log), ranks[run]) for run, log in sorted(mains.items())]
-    rows = [_ls_row(summary, files) for summary, files in summaries if _is_log(summary)]
+        key = (log.path.parent, log.run)
+        ranks[key] = ranks.get(key, 0) + 1
+    mains = [log for log in logs if log.rank is None]
+    labels = reading.run_labels(mains)
+    rows = []
+    for log in mains:
+        summary = summary_of(log, labels.get(log.path))
+        if _is_log(summary):
+            row = summary.row()
+            row["_last_ts"] = summary.last_ts
+            row["_files"] = ranks[(log.path.parent, log.run)]
+            rows.append(row)
+    rows = _sorted_rows(rows, args.sort)
+    if args.json:
+        print(json.dumps([_json_row(r) for r in rows], default=str, allow_nan=False))
+        return 0
+    extra = [c for c in (args.columns or "").split(",") if c]
     header = ["RUN", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "STEP", "METRIC"]
-    print(_table(header, rows))
+    print(_table([*header, *(c.upper() for c in extra)], [_ls_row(r, extra) for r in rows]))
     return 0
 
 
-def _is_log(summary: _summaries.LsSummary) -> bool:
+def _ls_logs(folder: Path, *, recursive: bool) -> list[reading.LogFile]:
+    if not recursive:
+        return reading.find_logs(folder)
+    paths = sorted(p for p in folder.rglob(f"*{reading.LOG_SUFFIX}") if p.is_file())
+    if not paths:
+        return reading.find_logs(folder)  # the error that says there are none
+    return reading.find_logs(*paths)
+
+
+def _sorted_rows(rows: list[dict[str, Any]], key: str | None) -> list[dict[str, Any]]:
+    if not key:
+        return rows
+    column = key.removeprefix("-")
+    if rows and all(column not in row for row in rows):
+        known = sorted({name for row in rows for name in row if not name.startswith("_")})
+        msg = f"no column {column!r} to sort by; columns: {', '.join(known)}"
+        raise ReadError(msg)
+    present = [r for r in rows if r.get(column) is not None]
+    present.sort(key=lambda r: _sort_key(r[column]), reverse=key.startswith("-"))
+    return present + [r for r in rows if r.get(column) is None]
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
+
+
+def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Return *row* for JSON: no private keys, datetimes as ISO text, NaN as null."""
+    out = {}
+    for key, value in row.items():
+        if key.startswith("_"):
+            continue
+        if hasattr(value, "isoformat"):
+            value = value.isoformat()
+        elif isinstance(value, float) and not math.isfinite(value):
+            value = None
+        out[key] = value
+    return out
+
+
+def _is_log(summary: reading.RunSummary) -> bool:
     """Return whether *summary* is of a log; warn about a file whose lines are no records."""
-    path = summary.log.path
-    if summary.last is not None or summary.started is not None or path.stat().st_size == 0:
+    path = summary.path
+    if summary.records or path.stat().st_size == 0:
         return True
     warnings.warn(
         f"skipped {path}: none of its lines is a JSON object", RunlinesWarning, stacklevel=2
@@ -274,20 +332,35 @@ def _is_log(summary: _summaries.LsSummary) -> bool:
     return False
 
 
-def _ls_row(summary: _summaries.LsSummary, files: int) -> list[str]:
-    name = summary.log.run + (f" ({files} ranks)" if files > 1 else "")
-    status = summary.status
+def _main_metric(row: Mapping[str, Any]) -> str | None:
+    """Return the metric `ls` shows: a `loss` (an eval's first), else the first metric."""
+    metrics = [
+        k for k in row if "." in k and not k.startswith("config.") and not k.endswith(".best")
+    ]
+    losses = [k for k in metrics if k.split(".", 1)[1] == "loss"]
+    lossy = [k for k in metrics if "loss" in k.split(".", 1)[1]]
+    evals = [k for k in losses if not k.startswith("train")]
+    found = evals or losses or lossy or metrics
+    return found[0] if found else None
+
+
+def _ls_row(row: Mapping[str, Any], extra: Sequence[str]) -> list[str]:
+    files = row["_files"]
+    name = str(row["run"]) + (f" ({files} ranks)" if files > 1 else "")
+    status = row["status"]
     if status == "died":
-        status = f"died (last record {_when(summary.last)})"
-    metric = f"{summary.metric}={_value(summary.value)}" if summary.metric else "-"
+        status = f"died (last record {_when(row['_last_ts'])})"
+    metric = _main_metric(row)
+    started = row["started"].timestamp() if row["started"] is not None else None
     return [
         name,
         status,
-        str(summary.attempts),
-        _when(summary.started),
-        _duration(summary.duration_s),
-        _value(summary.step),
-        metric,
+        str(row["attempts"]),
+        _when(started),
+        _duration(row["duration_s"]),
+        _value(row["step"]),
+        f"{metric}={_value(row[metric])}" if metric else "-",
+        *(_value(row.get(column)) for column in extra),
     ]
 
 

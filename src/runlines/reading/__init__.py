@@ -18,6 +18,7 @@ from runlines.reading._files import (
     is_locked,
     lock_path,
     log_file,
+    run_labels,
     sha256_of,
 )
 from runlines.reading._frames import compare, load, numeric_fields
@@ -54,6 +55,7 @@ __all__ = [
     "lock_path",
     "log_file",
     "numeric_fields",
+    "run_labels",
     "run_status",
     "runs",
     "sha256_of",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from runlines.errors import FieldError
 from runlines.reading._arrow import (
@@ -42,7 +42,11 @@ if TYPE_CHECKING:
     _Ints = npt.NDArray[np.int64]
     _Bools = npt.NDArray[np.bool_]
 
-__all__ = ["compare", "load", "numeric_fields"]
+__all__ = ["ELAPSED", "SEPARATOR", "compare", "load", "numeric_fields"]
+
+ELAPSED: Final = "elapsed_s"  # compare(by=...): seconds since each run's first record
+SEPARATOR: Final = " · "  # between a run and an event in a column label: `baseline · eval`
+_TIME_AXES: Final = ("ts", ELAPSED)
 
 
 def _load_duckdb(
@@ -329,6 +333,12 @@ def _check_numeric(frame: pd.DataFrame, name: str, role: str) -> None:
     raise FieldError(msg)
 
 
+def _with_elapsed(frame: pd.DataFrame, names: list[str] | None) -> pd.DataFrame:
+    """Add `elapsed_s` (seconds since each run's first record), then keep events *names*."""
+    frame[ELAPSED] = frame["ts"] - frame.groupby("run", sort=False)["ts"].transform("min")
+    return frame if names is None else frame[frame["event"].isin(names)]
+
+
 def compare(
     *sources: str | os.PathLike[str],
     metric: str,
@@ -337,6 +347,11 @@ def compare(
     agg: str = "mean",
 ) -> pd.DataFrame:
     """Return one row per value of *by* and one column per run: *metric* aggregated by *agg*.
+
+    A metric is a field of one event: where the records hold *metric* in several events
+    (train and eval ``loss``), each run has a column per event, labelled ``run · event``;
+    values of different events are never combined. *by* may be any numeric field, ``ts``,
+    or ``elapsed_s``: seconds since the run's first record.
 
     Raises:
         FieldError: *metric* or *by* is not a numeric field of any record.
@@ -350,11 +365,19 @@ def compare(
         raise FieldError(msg)
     pd = import_pandas("compare()")
     frame = load(*sources, event=event)
+    if by == ELAPSED and by not in frame.columns:
+        frame = _with_elapsed(load(*sources), event_names(event))
     _check_numeric(frame, metric, "metric")
-    _check_numeric(frame, by, "by")
+    if by not in _TIME_AXES:
+        _check_numeric(frame, by, "by")
     rows = frame[frame[metric].notna() & frame[by].notna()]
-    table = rows.pivot_table(index=by, columns="run", values=metric, aggfunc=agg, sort=True)
-    runs = [run for run in pd.unique(rows["run"]) if run in table.columns]
-    table = table.reindex(columns=runs)
+    events = [e for e in pd.unique(rows["event"]) if isinstance(e, str)]
+    key = rows["run"]
+    if len(events) > 1:  # the same field in several events: a column per run and event
+        key = rows["run"].astype(str) + SEPARATOR + rows["event"].astype(str)
+    rows = rows.assign(__column=key)
+    table = rows.pivot_table(index=by, columns="__column", values=metric, aggfunc=agg, sort=True)
+    columns = [c for c in pd.unique(rows["__column"]) if c in table.columns]
+    table = table.reindex(columns=columns)
     table.columns.name = "run"
     return table

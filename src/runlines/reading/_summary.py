@@ -102,6 +102,7 @@ class RunSummary:
         self.step: Any = None
         self.config: dict[str, Any] = {}
         self.last: dict[str, Any] = {}
+        self.records = 0
         self._active_s = 0.0  # the durations of the attempts before the current one
         self._attempt_ts: float | None = None  # the first ts of the current attempt
         self._best: dict[str, _Best] = {}
@@ -111,6 +112,7 @@ class RunSummary:
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count *record* (one decoded record, as iter_events yields it) in."""
+        self.records += 1
         ts = record.get("ts")
         event = record.get("event")
         if event == RUN_START:

@@ -13,7 +13,7 @@ from runlines.reading._summary import RunSummary
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["runs", "summaries"]
+__all__ = ["runs", "summaries", "summary_of"]
 
 KEY_COLUMNS: Final = ("run", "path", "status", "attempts", "started", "duration_s", "step")
 
@@ -24,11 +24,12 @@ def summaries(*sources: str | os.PathLike[str]) -> list[RunSummary]:
     labels = run_labels(logs)
     found = []
     for log in logs:
-        found.append(_summary(log, labels.get(log.path)))
+        found.append(summary_of(log, labels.get(log.path)))
     return found
 
 
-def _summary(log: LogFile, label: str | None) -> RunSummary:
+def summary_of(log: LogFile, label: str | None = None) -> RunSummary:
+    """Return the `RunSummary` of *log*, reading every record once."""
     summary = RunSummary(log.path, label=label)
     for record in iter_events(log.path):
         summary.add(record)
