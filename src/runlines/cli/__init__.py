@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -16,16 +17,17 @@ from typing import Any, Final, TextIO
 from runlines import reading
 from runlines._version import __version__
 from runlines.cli import _summaries
-from runlines.cli._scale import add_commands as add_scale_commands
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._lines import RAISE_HINT
 from runlines.reading._table import summary_of
 
-__all__ = ["follow", "main"]
+__all__ = ["COMMAND_GROUPS", "follow", "main", "resolve_run"]
 
 _WHICH_LEVELS: Final = 3  # `which` looks in the file's folder and this many parents
 _POLL_S: Final = 0.5
+# Modules that add commands: each has `add_commands(subparsers)` (see cli/_scale.py).
+COMMAND_GROUPS: list[str] = ["runlines.cli._scale", "runlines.cli._diff"]
 _RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
 _sleep: Callable[[float], None] = time.sleep  # tests replace it to drive `tail -f` step by step
 
@@ -94,7 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     _add_compare(commands, "compare", "print a metric per run, one row per step")
     _add_compare(commands, "plot", "plot a metric per run to a PNG")
     _add_which(commands)
-    add_scale_commands(commands)
+    for group in COMMAND_GROUPS:
+        importlib.import_module(group).add_commands(commands)
     return parser
 
 
@@ -159,7 +162,7 @@ def _count(text: str) -> int:
 # --- finding runs ----------------------------------------------------------------------------
 
 
-def _resolve_run(text: str) -> Path:
+def resolve_run(text: str) -> Path:
     """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder."""
     path = Path(text)
     if path.is_file():
@@ -182,7 +185,7 @@ def _resolve_run(text: str) -> Path:
 
 
 def _resolve_source(text: str) -> Path:
-    return Path(text) if Path(text).is_dir() else _resolve_run(text)
+    return Path(text) if Path(text).is_dir() else resolve_run(text)
 
 
 def _rank_logs(path: Path) -> list[reading.LogFile]:
@@ -368,7 +371,7 @@ def _ls_row(row: Mapping[str, Any], extra: Sequence[str]) -> list[str]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    path = _resolve_run(args.run)
+    path = resolve_run(args.run)
     details = _summaries.describe(reading.log_file(path))
     print(_show_header(details))
     for section in (_config, _events, _spans, _artifacts, _last_values):
@@ -511,7 +514,7 @@ def _rank_section(details: _summaries.RunDetails) -> str:
 def _tail(args: argparse.Namespace) -> int:
     events = set(args.event) if args.event else None
     try:
-        path = _resolve_run(args.run)
+        path = resolve_run(args.run)
     except ReadError:
         if not args.follow or Path(args.run).is_dir():
             raise

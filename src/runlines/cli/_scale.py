@@ -16,7 +16,7 @@ from runlines.errors import RunlinesError
 
 __all__ = ["add_commands"]
 
-_EXAMPLE = "SELECT run, epoch, avg(loss) FROM records GROUP BY ALL ORDER BY ALL"
+_EXAMPLE = "SELECT run, epoch, avg(loss) FROM records WHERE event = 'eval' GROUP BY ALL"
 
 
 def add_commands(subparsers: Any) -> None:

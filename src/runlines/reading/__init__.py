@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from runlines.reading._diff import MetricDiff, RunDiff, diff
 from runlines.reading._files import (
     LOG_SUFFIX,
     LogFile,
@@ -40,10 +41,13 @@ __all__ = [
     "LOG_SUFFIX",
     "LogFile",
     "LogFollower",
+    "MetricDiff",
+    "RunDiff",
     "RunSummary",
     "attempt_count",
     "compare",
     "decode_line",
+    "diff",
     "find_logs",
     "head_record",
     "is_locked",
