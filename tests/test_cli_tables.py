@@ -123,3 +123,65 @@ class TestMetricOfOneEvent:
 
         assert out.stat().st_size > 0
         assert "2 runs" not in capsys.readouterr().err
+
+
+class TestJsonAndFolders:
+    def test_compare_json(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        log = write(tmp_path / "r.jsonl", line("eval", run="r", step=1, loss=0.5))
+
+        assert main(["compare", "--json", str(log), "--metric", "loss"]) == 0
+
+        assert json.loads(capsys.readouterr().out) == [{"step": 1, "r": 0.5}]
+
+    def test_show_json_lists_last_values_per_event_and_every_attempt(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(
+            tmp_path / "r.jsonl",
+            line("run_start", run="r", attempt=1),
+            line("train_step", run="r", step=1, loss=0.1, n=3),
+            line("run_end", run="r", status="failed", exc_type="OSError"),
+            line("run_start", run="r", ts=T0 + 9, attempt=2),
+            line("eval", run="r", ts=T0 + 10, step=1, loss=0.2),
+            line("run_end", run="r", ts=T0 + 11, status="ok"),
+        )
+
+        assert main(["show", "--json", str(log)]) == 0
+
+        shown = json.loads(capsys.readouterr().out)
+        assert [(a["attempt"], a["status"]) for a in shown["attempts"]] == [
+            (1, "failed"),
+            (2, "ok"),
+        ]
+        assert {(v["event"], v["field"]): v["value"] for v in shown["last"]} == {
+            ("train_step", "loss"): 0.1,
+            ("eval", "loss"): 0.2,
+        }
+
+    def test_show_keeps_a_long_config_short(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        config = {f"key{i:02d}": i for i in range(30)}
+        log = write(tmp_path / "c.jsonl", line("run_start", run="c", config=config))
+
+        assert main(["show", str(log)]) == 0
+        short = capsys.readouterr().out
+        assert main(["show", "--config", str(log)]) == 0
+
+        assert "key25" not in short
+        assert "... 10 more" in short
+        assert "key29" in capsys.readouterr().out
+
+    def test_which_finds_a_folder_artifact(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        folder = tmp_path / "ckpt"
+        folder.mkdir()
+        (folder / "w.bin").write_bytes(b"weights")
+        with runlines.Run("r", tmp_path, stdout=False) as run:
+            run.artifact("ckpt", path=folder, step=3)
+
+        assert main(["which", "--json", str(folder)]) == 0
+
+        (match,) = json.loads(capsys.readouterr().out)
+        assert (match["run"], match["record"]["step"]) == ("r", 3)

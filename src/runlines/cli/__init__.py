@@ -29,6 +29,7 @@ _POLL_S: Final = 0.5
 # Modules that add commands: each has `add_commands(subparsers)` (see cli/_scale.py).
 COMMAND_GROUPS: list[str] = ["runlines.cli._scale", "runlines.cli._diff"]
 _RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
+_CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
 _sleep: Callable[[float], None] = time.sleep  # tests replace it to drive `tail -f` step by step
 
 
@@ -114,6 +115,8 @@ def _add_ls(commands: Any) -> None:
 def _add_show(commands: Any) -> None:
     show = commands.add_parser("show", help="show a run: start, status, events, spans, artifacts")
     show.add_argument("run", metavar="RUN")
+    show.add_argument("--config", action="store_true", help="list every config key")
+    show.add_argument("--json", action="store_true", help="print what show gathers as JSON")
     show.set_defaults(handler=_show)
 
 
@@ -138,13 +141,15 @@ def _add_compare(commands: Any, name: str, summary: str) -> None:
         sub.add_argument("-o", "--output", required=True, type=Path, metavar="FILE.png")
         sub.set_defaults(handler=_plot)
     else:
+        sub.add_argument("--json", action="store_true", help="print the table as JSON")
         sub.set_defaults(handler=_compare)
 
 
 def _add_which(commands: Any) -> None:
-    which = commands.add_parser("which", help="which run registered this file (by sha256)")
-    which.add_argument("file", type=Path, metavar="FILE")
+    which = commands.add_parser("which", help="which run registered a file or folder (by sha256)")
+    which.add_argument("file", type=Path, metavar="PATH", help="a file or a folder artifact")
     which.add_argument("dir", nargs="?", type=Path, metavar="DIR", help="search logs under it")
+    which.add_argument("--json", action="store_true", help="print the matches as JSON")
     which.set_defaults(handler=_which)
 
 
@@ -373,16 +378,55 @@ def _ls_row(row: Mapping[str, Any], extra: Sequence[str]) -> list[str]:
 def _show(args: argparse.Namespace) -> int:
     path = resolve_run(args.run)
     details = _summaries.describe(reading.log_file(path))
+    ranks = [_summaries.describe(log) for log in _rank_logs(path)]
+    if args.json:
+        print(json.dumps(_show_json(details, ranks), default=str))
+        return 0
     print(_show_header(details))
-    for section in (_config, _events, _spans, _artifacts, _last_values):
+    limit = None if args.config else _CONFIG_KEYS
+    sections = (_attempts, lambda d: _config(d, limit), _events, _spans, _artifacts, _last_values)
+    for section in sections:
         text = section(details)
         if text:
             print()
             print(text)
-    for log in _rank_logs(path):
+    for rank in ranks:
         print()
-        print(_rank_section(_summaries.describe(log)))
+        print(_rank_section(rank))
     return 0
+
+
+def _show_json(details: _summaries.RunDetails, ranks: list[_summaries.RunDetails]) -> Any:
+    def one(d: _summaries.RunDetails) -> dict[str, Any]:
+        return {
+            "run": d.log.run,
+            "path": str(d.log.path),
+            "rank": d.log.rank,
+            "status": d.status,
+            "attempts": d.attempts,
+            "config": d.starts[-1].get("config") if d.starts else None,
+            "counts": d.counts,
+            "spans": d.spans,
+            "artifacts": d.artifacts,
+            "last": [
+                {"event": e, "field": f, "value": v, "step": s} for (e, f), (v, s) in d.last.items()
+            ],
+        }
+
+    return {**one(details), "ranks": [one(rank) for rank in ranks]}
+
+
+def _attempts(details: _summaries.RunDetails) -> str:
+    if len(details.attempts) < 2 and not any("dropped_by_sink" in a for a in details.attempts):
+        return ""
+    rows = []
+    for attempt in details.attempts:
+        ended = attempt["status"] or "-"
+        if attempt.get("exc_type"):
+            ended += f" ({attempt['exc_type']})"
+        dropped = attempt.get("dropped_by_sink") or attempt.get("dropped")
+        rows.append([str(attempt["attempt"]), _when(attempt["started"]), ended, _value(dropped)])
+    return "attempts\n" + _table(["ATTEMPT", "STARTED", "ENDED", "DROPPED"], rows, "  ")
 
 
 def _show_header(details: _summaries.RunDetails) -> str:
@@ -442,11 +486,17 @@ def _flatten(config: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
     return items
 
 
-def _config(details: _summaries.RunDetails) -> str:
+def _config(details: _summaries.RunDetails, limit: int | None) -> str:
     config = details.starts[-1].get("config") if details.starts else None
     if not isinstance(config, Mapping) or not config:
         return ""
-    return "config\n" + _table(["KEY", "VALUE"], _pairs(_flatten(config)), "  ")
+    items = _flatten(config)
+    shown = items if limit is None else items[:limit]
+    text = "config\n" + _table(["KEY", "VALUE"], _pairs(shown), "  ")
+    if len(shown) < len(items):
+        more = len(items) - len(shown)
+        text += f"\n  ... {more} more (runlines show --config {details.log.path})"
+    return text
 
 
 def _pairs(items: Iterable[tuple[str, Any]]) -> list[list[str]]:
@@ -498,8 +548,11 @@ def _size(value: Any) -> str:
 def _last_values(details: _summaries.RunDetails) -> str:
     if not details.last:
         return ""
-    rows = [[name, _value(value), _value(step)] for name, (value, step) in details.last.items()]
-    return "last values\n" + _table(["FIELD", "VALUE", "STEP"], rows, "  ")
+    rows = [
+        [event, name, _value(value), _value(step)]
+        for (event, name), (value, step) in details.last.items()
+    ]
+    return "last values\n" + _table(["EVENT", "FIELD", "VALUE", "STEP"], rows, "  ")
 
 
 def _rank_section(details: _summaries.RunDetails) -> str:
@@ -602,6 +655,13 @@ def _compare_table(args: argparse.Namespace) -> Any:
 
 def _compare(args: argparse.Namespace) -> int:
     table = _compare_table(args)
+    if args.json:
+        found = [
+            {args.by: _plain(at), **{str(c): _plain(v) for c, v in values.items()}}
+            for at, values in table.iterrows()
+        ]
+        print(json.dumps(found, default=str))
+        return 0
     header = [args.by, *(str(run) for run in table.columns)]
     rows = [
         [_value(_plain(at)), *(_value(_plain(v)) for v in values)]
@@ -634,8 +694,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _which(args: argparse.Namespace) -> int:
     target: Path = args.file
-    if not target.is_file():
-        msg = f"no such file: {target}; pass the file whose run you want to find"
+    if not target.is_file() and not target.is_dir():
+        msg = f"no such file or folder: {target}; pass the file whose run you want to find"
         raise ReadError(msg, str(target))
     digest = reading.sha256_of(target)
     logs = _logs_for_which(target, args.dir)
@@ -647,6 +707,13 @@ def _which(args: argparse.Namespace) -> int:
             f"{where}); pass the folder that holds the run logs: runlines which {target} DIR"
         )
         raise ReadError(msg, str(target))
+    if args.json:
+        found = [
+            {"run": m.log.run, "log": str(m.log.path), "attempt": m.attempt, "record": m.record}
+            for m in matches
+        ]
+        print(json.dumps(found, default=str))
+        return 0
     for match in matches:
         print(_which_line(match))
     return 0

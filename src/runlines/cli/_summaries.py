@@ -18,7 +18,7 @@ from runlines.reading._lines import (
     lines_containing,
     records_of,
 )
-from runlines.reading._rules import BOOKKEEPING, is_number
+from runlines.reading._rules import BOOKKEEPING, as_attempt, is_number
 from runlines.reading._summary import attempt_count, lifecycle, run_status
 
 _TAIL_BYTES: Final = 1 << 20  # `ls` looks for the last step and metric this far from the end
@@ -112,7 +112,9 @@ class RunDetails:
     counts: dict[str, int] = field(default_factory=dict)
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     spans: dict[str, dict[str, float]] = field(default_factory=dict)
-    last: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (value, step)
+    # (event, field) -> (value, step): a metric is a field of one event
+    last: dict[tuple[str, str], tuple[Any, Any]] = field(default_factory=dict)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # attempt, started, status...
     first_ts: float | None = None
     last_ts: float | None = None
     status: str = "died"
@@ -127,8 +129,14 @@ class RunDetails:
         self.last_ts = ts if ts is not None else self.last_ts
         if name == "run_start":
             self.starts.append(record)
+            number = as_attempt(record.get("attempt"))
+            previous = self.attempts[-1]["attempt"] if self.attempts else 0
+            self.attempts.append(
+                {"attempt": number or previous + 1, "started": ts, "status": None, "ended": None}
+            )
         elif name == "run_end":
             self.ends.append(record)
+            self._end(record, ts)
         elif name == "artifact":
             self.artifacts.append(record)
         elif name == "span":
@@ -136,11 +144,22 @@ class RunDetails:
         elif name not in LIFECYCLE_EVENTS:
             self._add_values(record)
 
+    def _end(self, record: Mapping[str, Any], ts: float | None) -> None:
+        if not self.attempts:
+            self.attempts.append({"attempt": 1, "started": None, "status": None, "ended": None})
+        status = record.get("status")
+        attempt = self.attempts[-1]
+        attempt.update(status=status if isinstance(status, str) and status else "ok", ended=ts)
+        for key in ("dropped", "dropped_by_sink", "exc_type", "signal"):
+            if record.get(key):
+                attempt[key] = record[key]
+
     def _add_values(self, record: dict[str, Any]) -> None:
         step = record.get("step")
+        event = str(record.get("event"))
         for key, value in record.items():
-            if is_number(value) and key not in ("ts", "rank", "step"):
-                self.last[key] = (value, step)
+            if is_number(value) and key not in BOOKKEEPING:
+                self.last[(event, key)] = (value, step)
 
 
 def _add_span(spans: dict[str, dict[str, float]], record: Mapping[str, Any]) -> None:
@@ -188,6 +207,10 @@ def _finish(details: RunDetails, *, ended: bool) -> None:
         details.status = status if isinstance(status, str) and status else "ok"
     else:
         details.status = "running" if is_locked(details.log.path) else "died"
+    for attempt in details.attempts[:-1]:
+        attempt["status"] = attempt["status"] or "died"
+    if details.attempts and not ended:
+        details.attempts[-1]["status"] = details.status
     spans = details.ends[-1].get("spans") if details.ends else None
     if isinstance(spans, dict) and all(isinstance(stats, dict) for stats in spans.values()):
         details.spans = spans
