@@ -106,7 +106,11 @@ def _last_start(source: str | os.PathLike[str]) -> Mapping[str, Any]:
         msg = f"diff compares two runs: {source} holds {len(logs)} runs; pass one log file"
         raise ReadError(msg, os.fspath(source))
     starts = [r for _, r in lifecycle(logs[0].path) if r.get("event") == RUN_START]
-    return starts[-1] if starts else {}
+    if not starts:
+        return {}
+    # an attempt without a config keeps the one before, as in runs()
+    configs = [r["config"] for r in starts if isinstance(r.get("config"), Mapping)]
+    return {**starts[-1], "config": configs[-1] if configs else None}
 
 
 def _config(start: Mapping[str, Any]) -> dict[str, Any]:

@@ -146,7 +146,8 @@ class RunSummary:
         self._fresh = set()
         self._gaps.clear()
         config = record.get("config")
-        self.config = flatten(config) if isinstance(config, Mapping) else {}
+        if isinstance(config, Mapping):  # an attempt without a config keeps the one before
+            self.config = flatten(config)
         resume = record.get("resume_step")
         if is_number(resume):
             for best in self._best.values():
