@@ -185,3 +185,21 @@ class TestJsonAndFolders:
 
         (match,) = json.loads(capsys.readouterr().out)
         assert (match["run"], match["record"]["step"]) == ("r", 3)
+
+
+def test_show_counts_what_load_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = write(
+        tmp_path / "r.jsonl",
+        line("run_start", run="r", attempt=1),
+        *(line("train", run="r", step=s, loss=1.0) for s in (1, 2, 3, 4)),
+        line("run_start", run="r", attempt=2, resume_step=2),
+        *(line("train", run="r", step=s, loss=0.5) for s in (3, 4)),
+        line("run_start", run="r", attempt=3),
+        line("train", run="r", step=1, loss=0.1),
+    )
+
+    assert main(["show", "--json", str(log)]) == 0
+
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["counts"]["train"] == len(runlines.load(log, event="train")) == 4
+    assert shown["superseded"] == {"train": 3}

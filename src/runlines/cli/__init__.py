@@ -405,7 +405,8 @@ def _show_json(details: _summaries.RunDetails, ranks: list[_summaries.RunDetails
             "status": d.status,
             "attempts": d.attempts,
             "config": d.starts[-1].get("config") if d.starts else None,
-            "counts": d.counts,
+            "counts": {e: n - d.superseded.get(e, 0) for e, n in d.counts.items()},
+            "superseded": d.superseded,
             "spans": d.spans,
             "artifacts": d.artifacts,
             "last": [
@@ -504,8 +505,15 @@ def _pairs(items: Iterable[tuple[str, Any]]) -> list[list[str]]:
 
 
 def _events(details: _summaries.RunDetails) -> str:
-    counts = sorted(details.counts.items(), key=lambda item: -item[1])
-    return "events\n" + _table(["EVENT", "COUNT"], [[e, f"{n:,}"] for e, n in counts], "  ")
+    """Return the event counts as load() counts them; records a later attempt superseded apart."""
+    gone = details.superseded
+    counts = sorted(
+        ((e, n - gone.get(e, 0)) for e, n in details.counts.items()), key=lambda item: -item[1]
+    )
+    if not any(gone.values()):
+        return "events\n" + _table(["EVENT", "COUNT"], [[e, f"{n:,}"] for e, n in counts], "  ")
+    rows = [[e, f"{n:,}", f"{gone.get(e, 0):,}"] for e, n in counts]
+    return "events\n" + _table(["EVENT", "COUNT", "SUPERSEDED"], rows, "  ")
 
 
 def _spans(details: _summaries.RunDetails) -> str:

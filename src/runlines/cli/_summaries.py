@@ -115,6 +115,9 @@ class RunDetails:
     # (event, field) -> (value, step): a metric is a field of one event
     last: dict[tuple[str, str], tuple[Any, Any]] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # attempt, started, status...
+    # per event: records a later attempt superseded, which load() leaves out (see _rules)
+    superseded: dict[str, int] = field(default_factory=dict)
+    _kept: dict[tuple[str, float], list[int]] = field(default_factory=dict)  # [attempt, count]
     first_ts: float | None = None
     last_ts: float | None = None
     status: str = "died"
@@ -127,6 +130,7 @@ class RunDetails:
         ts = _ts(record)
         self.first_ts = ts if self.first_ts is None else self.first_ts
         self.last_ts = ts if ts is not None else self.last_ts
+        self._supersede(name, record)
         if name == "run_start":
             self.starts.append(record)
             number = as_attempt(record.get("attempt"))
@@ -143,6 +147,23 @@ class RunDetails:
             _add_span(self.spans, record)
         elif name not in LIFECYCLE_EVENTS:
             self._add_values(record)
+
+    def _supersede(self, name: str, record: Mapping[str, Any]) -> None:
+        """Count the records of earlier attempts that *record* supersedes, as load() drops them."""
+        segment = len(self.starts) + (name == "run_start")
+        step = record.get("step")
+        if name == "run_start" and is_number(record.get("resume_step")):
+            for (event, at), kept in self._kept.items():
+                if at > record["resume_step"] and kept[1]:
+                    self.superseded[event] = self.superseded.get(event, 0) + kept[1]
+                    kept[1] = 0
+        if not is_number(step):
+            return
+        kept = self._kept.setdefault((name, float(step)), [segment, 0])
+        if kept[0] < segment:
+            self.superseded[name] = self.superseded.get(name, 0) + kept[1]
+            kept[:] = [segment, 0]
+        kept[1] += 1
 
     def _end(self, record: Mapping[str, Any], ts: float | None) -> None:
         if not self.attempts:
