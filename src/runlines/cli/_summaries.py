@@ -117,7 +117,7 @@ class RunDetails:
     attempts: list[dict[str, Any]] = field(default_factory=list)  # attempt, started, status...
     # per event: records a later attempt superseded, which load() leaves out (see _rules)
     superseded: dict[str, int] = field(default_factory=dict)
-    _kept: dict[tuple[str, float], list[int]] = field(default_factory=dict)  # [attempt, count]
+    _kept: dict[tuple[str, Any], list[int]] = field(default_factory=dict)  # [attempt, count]
     first_ts: float | None = None
     last_ts: float | None = None
     status: str = "died"
@@ -159,7 +159,7 @@ class RunDetails:
                     kept[1] = 0
         if not is_number(step):
             return
-        kept = self._kept.setdefault((name, float(step)), [segment, 0])
+        kept = self._kept.setdefault((name, step), [segment, 0])  # 3 and 3.0: one key
         if kept[0] < segment:
             self.superseded[name] = self.superseded.get(name, 0) + kept[1]
             kept[:] = [segment, 0]

@@ -12,7 +12,7 @@ from runlines._layout import RUN_START
 from runlines.errors import ReadError
 from runlines.reading._files import find_logs
 from runlines.reading._frames import load
-from runlines.reading._rules import BOOKKEEPING, import_pandas, is_number
+from runlines.reading._rules import BOOKKEEPING, import_pandas, is_number, to_float
 from runlines.reading._summary import flatten, lifecycle
 
 __all__ = ["MetricDiff", "RunDiff", "diff"]
@@ -165,9 +165,12 @@ def _first_difference(
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     if not (is_number(a) and is_number(b)):
         return bool(a == b)
-    if math.isnan(a) or math.isnan(b):
-        return math.isnan(a) and math.isnan(b)
-    return abs(a - b) <= atol + rtol * abs(b)
+    x, y = to_float(a), to_float(b)
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y)
+    if math.isinf(x) or math.isinf(y):  # an infinity, or an int beyond any float
+        return bool(a == b)
+    return abs(x - y) <= atol + rtol * abs(y)
 
 
 def _plain(value: Any) -> Any:

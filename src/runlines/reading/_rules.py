@@ -48,6 +48,16 @@ def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def to_float(value: Any) -> float:
+    """Return a number as a float (an int beyond any float as an infinity), else NaN."""
+    if not is_number(value):
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def as_attempt(value: Any) -> int | None:
     """Return *value* as an attempt number when it is an int that int64 holds, else None."""
     ok = isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX

@@ -21,7 +21,7 @@ from typing import Any, Final
 from runlines._layout import LIFECYCLE_EVENTS, RUN_END, RUN_START
 from runlines.reading._files import is_locked
 from runlines.reading._lines import lines_containing, records_of
-from runlines.reading._rules import BOOKKEEPING, as_attempt, direction, is_number
+from runlines.reading._rules import BOOKKEEPING, as_attempt, direction, is_number, to_float
 
 __all__ = ["RunSummary", "attempt_count", "is_stalled", "lifecycle", "run_status"]
 
@@ -117,8 +117,9 @@ class RunSummary:
         event = record.get("event")
         if event == RUN_START:
             self._start(record)
-        if is_number(ts) and math.isfinite(ts):
-            self._tick(float(ts))
+        at = to_float(ts)
+        if math.isfinite(at):
+            self._tick(at)
         if self.run is None and isinstance(record.get("run"), str):
             self.run = record["run"]
         if event == RUN_END:
@@ -151,13 +152,13 @@ class RunSummary:
         resume = record.get("resume_step")
         if is_number(resume):
             for best in self._best.values():
-                best.rewind(float(resume) + 0.5)
+                best.rewind(to_float(resume) + 0.5)
 
     def _values(self, event: str, record: Mapping[str, Any]) -> None:
         step = record.get("step")
         if is_number(step):
             self.step = step
-        at = float(step) if is_number(step) else math.inf
+        at = to_float(step) if is_number(step) else math.inf
         metrics = self._metrics
         for field, value in record.items():
             if type(value) not in _NUMBER_TYPES:
