@@ -117,7 +117,7 @@ class RunSummary:
         event = record.get("event")
         if event == RUN_START:
             self._start(record)
-        at = to_float(ts)
+        at = ts if type(ts) is float else to_float(ts)  # the common case first: a float
         if math.isfinite(at):
             self._tick(at)
         if self.run is None and isinstance(record.get("run"), str):
@@ -156,10 +156,11 @@ class RunSummary:
 
     def _values(self, event: str, record: Mapping[str, Any]) -> None:
         step = record.get("step")
-        if is_number(step):
+        at = math.inf
+        if type(step) in _NUMBER_TYPES:
             self.step = step
-        at = to_float(step) if is_number(step) else math.inf
-        metrics = self._metrics
+            at = to_float(step)
+        metrics, last, fresh = self._metrics, self.last, self._fresh
         for field, value in record.items():
             if type(value) not in _NUMBER_TYPES:
                 continue
@@ -169,17 +170,14 @@ class RunSummary:
             key, best = metric
             if not key:
                 continue
-            self.last[key] = value
+            last[key] = value
             if best is None:
                 continue
-            if key not in self._fresh:
-                self._fresh.add(key)
+            if key not in fresh:
+                fresh.add(key)
                 if self.attempts > 1 and math.isfinite(at):
                     best.rewind(at)  # this attempt's records replace the earlier ones from here
-            try:
-                best.add(at, float(value))
-            except OverflowError:  # an int beyond any float: no best to compare it with
-                continue
+            best.add(at, to_float(value))
 
     def _metric(self, event: str, field: str) -> tuple[str, _Best | None]:
         """Return the column of (event, field) and its best tracker; '' for no metric."""
