@@ -203,3 +203,12 @@ def test_show_counts_what_load_counts(tmp_path: Path, capsys: pytest.CaptureFixt
     shown = json.loads(capsys.readouterr().out)
     assert shown["counts"]["train"] == len(runlines.load(log, event="train")) == 4
     assert shown["superseded"] == {"train": 3}
+
+
+def test_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = write(tmp_path / "r.jsonl", line("eval", run="r", step=1, loss=0.5))
+
+    sql = "SELECT run, loss FROM records WHERE event = 'eval'"
+    assert main(["query", "--json", sql, str(log)]) == 0
+
+    assert json.loads(capsys.readouterr().out) == [{"run": "r", "loss": 0.5}]
