@@ -119,3 +119,28 @@ def test_a_slow_run_stalls_after_ten_of_its_gaps() -> None:
 
     assert not is_stalled(0.0, gaps, now=5_999.0)
     assert is_stalled(0.0, gaps, now=6_001.0)
+
+
+def test_the_quick_summary_of_a_big_log_has_the_same_key_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runlines.reading import _table
+
+    records = [line("run_start", run="big", attempt=1, config={"lr": 0.1})]
+    records += [line("train", run="big", ts=T0 + s, step=s, loss=1 / (s + 1)) for s in range(500)]
+    records += [line("run_end", run="big", ts=T0 + 501, status="failed")]
+    records += [line("run_start", run="big", ts=T0 + 900, attempt=2, resume_step=400)]
+    records += [
+        line("train", run="big", ts=T0 + 901 + s, step=400 + s, loss=0.5) for s in range(300)
+    ]
+    log = write(tmp_path / "big.jsonl", *records)
+    monkeypatch.setattr(_table, "QUICK_BYTES", 1_000)
+    monkeypatch.setattr(_table, "_TAIL_BYTES", 2_000)
+
+    quick = _table.quick_summary_of(runlines.reading.log_file(log)).row(alive=False)
+    full = _table.summary_of(runlines.reading.log_file(log)).row(alive=False)
+
+    keys = ["run", "status", "attempts", "started", "duration_s", "step", "config.lr", "train.loss"]
+    assert {k: quick[k] for k in keys} == {k: full[k] for k in keys}
+    assert quick["attempts"] == 2
+    assert quick["duration_s"] == pytest.approx(501 + 300)  # the gap between attempts left out

@@ -20,7 +20,7 @@ from runlines.cli import _summaries
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._lines import RAISE_HINT
-from runlines.reading._table import summary_of
+from runlines.reading._table import quick_summary_of, summary_of
 
 __all__ = ["COMMAND_GROUPS", "follow", "main", "resolve_run"]
 
@@ -273,7 +273,9 @@ def _ls(args: argparse.Namespace) -> int:
     labels = reading.run_labels(mains)
     rows = []
     for log in mains:
-        summary = summary_of(log, labels.get(log.path))
+        # the table's key columns need no full read of a big log; --json shows every column
+        read = summary_of if args.json or args.columns else quick_summary_of
+        summary = read(log, labels.get(log.path))
         if _is_log(summary):
             row = summary.row()
             row["_last_ts"] = summary.last_ts
