@@ -80,7 +80,9 @@ class TestLs:
             "METRIC",
         ]
         started = _when(datetime(2026, 5, 1, 12, tzinfo=timezone.utc).timestamp())
-        assert row.split() == ["base", "ok", "1", *started.split(), "3m00s", "3", "loss=0.333333"]
+        assert row.split() == [
+            *("base", "ok", "1", *started.split(), "3m00s", "3", "train_step.loss=0.333333")
+        ]
 
     def test_counts_attempts_and_shows_failed(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]
@@ -112,10 +114,20 @@ class TestLs:
             line("train_step", run="held", step=1),
         )
 
-        with FileLock(f"{log}.lock"):
+        with FileLock(f"{log}.lock"), freeze_time(datetime.fromtimestamp(T0 + 10, timezone.utc)):
             assert main(["ls", str(run_dir)]) == 0
 
         assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["held", "running"]
+
+    def test_held_lock_and_silence_is_stalled(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = write(run_dir / "quiet.jsonl", line("run_start", run="quiet", attempt=1))
+
+        with FileLock(f"{log}.lock"), freeze_time(datetime.fromtimestamp(T0 + 61, timezone.utc)):
+            assert main(["ls", str(run_dir)]) == 0
+
+        assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["quiet", "stalled"]
 
     def test_no_run_end_and_no_lock_is_died_with_last_record_time(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]
@@ -297,9 +309,9 @@ class TestShow:
 
         err = capsys.readouterr().err
         assert err == (
-            "runlines: error: no run 'nope': there is no file nope and no nope.jsonl in "
-            f"{tmp_path}; pass a log file, or a run name from the folder that holds its log "
-            "(list them: runlines ls)\n"
+            "runlines: error: no run 'nope': there is no file nope, and no nope.jsonl in "
+            f"{tmp_path} or in runs/; pass a log file, or a run name from the folder that holds "
+            "its log (list them: runlines ls)\n"
         )
 
     def test_a_folder_is_not_a_run(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

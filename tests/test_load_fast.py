@@ -26,7 +26,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import runlines.reading as reading
+import runlines
+import runlines.reading._arrow as reading  # the pyarrow engine: its private knobs
 from runlines import RunlinesWarning, _native, _readfast  # the build must have made it
 from runlines.encoding import encode_line
 from runlines.errors import RunlinesError
@@ -41,7 +42,7 @@ def both_frames(*args: Any, **kwargs: Any) -> tuple[pd.DataFrame, pd.DataFrame, 
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                frames.append(reading.load(*args, **kwargs))
+                frames.append(runlines.load(*args, **kwargs))
         finally:
             _native.readfast = saved
         said.append([str(w.message) for w in caught if w.category is RunlinesWarning])
@@ -272,7 +273,7 @@ def _assert_same(path: Path, **kwargs: Any) -> None:
         try:
             with pytest.raises(type(err)), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                reading.load(path, **kwargs)
+                runlines.load(path, **kwargs)
         finally:
             _native.readfast = saved
         return
@@ -323,7 +324,7 @@ class TestSameFrame:
             _native.readfast = fast
             try:
                 with pytest.raises(RunlinesError, match="is not a runlines log"):
-                    reading.load(path)
+                    runlines.load(path)
             finally:
                 _native.readfast = saved
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import runlines.reading as reading
+import runlines.reading._arrow as reading  # the pyarrow engine: its private knobs
 from _logs import T0, line, raw, train, write
 from runlines import Run
 from runlines.errors import FieldError, ReadError, RunlinesWarning

@@ -9,6 +9,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from runlines import _layout
 from runlines._version import __version__
 from runlines.errors import FieldError
 
@@ -53,9 +54,7 @@ def distributed_from_env(environ: Mapping[str, str] | None = None) -> Distribute
 
 def log_path(directory: Path, name: str, dist: Distributed | None) -> Path:
     """Return this process's log file: <name>.jsonl, or <name>.rank<R>.jsonl for rank R > 0."""
-    if dist is None or dist.rank == 0:
-        return directory / f"{name}.jsonl"
-    return directory / f"{name}.rank{dist.rank}.jsonl"
+    return _layout.log_path(directory, name, None if dist is None else dist.rank)
 
 
 def new_run_id() -> str:

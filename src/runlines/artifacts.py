@@ -10,6 +10,7 @@ import operator
 import os
 import secrets
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +18,11 @@ from typing import Any, Final, SupportsIndex
 
 import orjson
 
-from runlines.errors import FieldError
+from runlines import _layout
+from runlines.errors import FieldError, RunlinesWarning
 
 __all__ = ["hash_path", "save_artifact"]
 
-_CHUNK: Final = 1 << 20  # bytes read at a time when hashing a file
 _JSON_OPTIONS: Final = (
     orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
 )
@@ -86,7 +87,7 @@ def save_artifact(
 
 def hash_path(path: str | os.PathLike[str]) -> str:
     """Return the sha256 (hex) of a file, or of a folder as artifact records compute it."""
-    return _hash_path(Path(path))[1]
+    return _layout.hash_path(Path(path))[1]
 
 
 # -- checks --------------------------------------------------------------------------------
@@ -137,47 +138,15 @@ def _register(name: str, path: str | os.PathLike[str]) -> tuple[Path, int, str, 
             f"{str(target)!r}; save it first, or fix the path"
         )
         raise FileNotFoundError(msg)
-    size, digest = _hash_path(target)
+    size, digest, left_out = _layout.hash_path(target)
+    if left_out:
+        msg = (
+            f"run.artifact({name!r}, path=...): left {', '.join(left_out)} out of the sha256 of "
+            f"{str(target)!r}: not regular files (FIFOs, sockets or devices)"
+        )
+        warnings.warn(msg, RunlinesWarning, stacklevel=4)
     fmt = "dir" if target.is_dir() else (target.suffix[1:].lower() or "file")
     return target, size, digest, fmt
-
-
-def _hash_path(path: Path) -> tuple[int, str]:
-    """Return (bytes, sha256 hex) of a file, or of a folder's files (see docs/artifacts.md)."""
-    if not path.is_dir():
-        digest = hashlib.sha256()
-        return _hash_file(path, digest), digest.hexdigest()
-    # A folder: the sha256 of a `sha256sum`-style manifest, one "<hex>  <relative path>\n"
-    # per file in sorted order, so renaming, adding or changing any file changes it.
-    manifest = hashlib.sha256()
-    total = 0
-    for rel, file in _walk_files(path):
-        digest = hashlib.sha256()
-        total += _hash_file(file, digest)
-        manifest.update(f"{digest.hexdigest()}  {rel}\n".encode("utf-8", "surrogateescape"))
-    return total, manifest.hexdigest()
-
-
-def _hash_file(path: Path, digest: Any) -> int:
-    size = 0
-    buffer = bytearray(_CHUNK)
-    view = memoryview(buffer)
-    with path.open("rb", buffering=0) as file:
-        while count := file.readinto(buffer):
-            digest.update(view[:count])
-            size += count
-    return size
-
-
-def _walk_files(folder: Path) -> list[tuple[str, Path]]:
-    # Symlinks to files are followed (a Hugging Face snapshot is made of them); symlinked
-    # folders are not, so a link cycle cannot loop.
-    files = []
-    for root, _dirs, names in os.walk(folder):
-        for file_name in names:
-            file = Path(root, file_name)
-            files.append((file.relative_to(folder).as_posix(), file))
-    return sorted(files)
 
 
 def _record_path(target: Path, log_dir: Path) -> str:

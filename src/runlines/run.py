@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
-from runlines import _context, _lifecycle, _native
+from runlines import _context, _layout, _lifecycle, _native
 from runlines._warnings import warn_user
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
@@ -38,7 +38,6 @@ _CHECK_EVERY_S: Final = 1.0  # a deleted log file is noticed within a second of 
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 _END_WAIT_S: Final = 0.1  # a lock held longer at close may be the interrupted code's own
 _DRAIN_STEP_S: Final = 0.0001
-_LOG_SUFFIX: Final = ".jsonl"
 _DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process waits for it
 # Module-level aliases: one global lookup on the hot path, and freezegun still patches _now.
 _now = time.time
@@ -327,7 +326,7 @@ class Run:
     @property
     def artifacts_dir(self) -> Path:
         """The folder of this run's side files: `<directory>/<name>.artifacts`."""
-        return self.path.with_suffix(".artifacts")
+        return _layout.artifacts_dir(self.path)
 
     @property
     def dropped(self) -> int:
@@ -667,7 +666,7 @@ class Run:
 
     def _remove_phantom(self, log_created: bool, lock_created: bool) -> None:
         """After a failed start: remove the log and lock files this call created, if empty."""
-        lock_path = self.path.with_name(f"{self.path.name}.lock")
+        lock_path = _layout.lock_path(self.path)
         for path, created in ((self.path, log_created), (lock_path, lock_created)):
             try:
                 if created and path.stat().st_size == 0:
@@ -678,7 +677,7 @@ class Run:
     def _acquire_lock(self) -> Any:
         from filelock import FileLock, Timeout
 
-        lock = FileLock(f"{self.path}.lock", timeout=_LOCK_WAIT_S)
+        lock = FileLock(_layout.lock_path(self.path), timeout=_LOCK_WAIT_S)
         try:
             lock.acquire()
         except Timeout:
@@ -975,8 +974,12 @@ def _message_of(exc: BaseException) -> str:
 
 def _without_log_suffix(name: Any) -> Any:
     """Return a run name given as its log's file name ("baseline.jsonl") without ".jsonl"."""
-    if isinstance(name, str) and name.endswith(_LOG_SUFFIX) and len(name) > len(_LOG_SUFFIX):
-        return name[: -len(_LOG_SUFFIX)]
+    if (
+        isinstance(name, str)
+        and name.endswith(_layout.LOG_SUFFIX)
+        and len(name) > len(_layout.LOG_SUFFIX)
+    ):
+        return name[: -len(_layout.LOG_SUFFIX)]
     return name
 
 

@@ -1,255 +1,53 @@
-"""Read logs back: iter_events (stdlib), load and compare (pandas), quick looks for the CLI."""
+"""The pyarrow engine: a log's lines into Arrow tables, and columns over several logs.
+
+load() reads a log with pyarrow's JSON reader: lines bucketed by event (one narrow schema per
+call), each bucket in blocks. Python (orjson) takes only the lines pyarrow cannot: torn, odd,
+nested, non-finite or type-conflicting ones. numpy and pyarrow are imported in the functions.
+"""
 
 from __future__ import annotations
 
-import difflib
 import itertools
-import json
 import math
 import os
 import re
-import sys
 import warnings
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeGuard, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 
 from runlines import _native
-from runlines._attempts import attempt_numbers, event_names, step_cutoffs
 from runlines.encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, ReadError, RunlinesWarning
+from runlines.reading._files import LogFile
+from runlines.reading._lines import (
+    INT64_PAST,
+    bad_line_error,
+    decode_line,
+    open_log,
+    skipped_lines_message,
+)
+from runlines.reading._rules import (
+    FIRST_COLUMNS,
+    Errors,
+    attempt_numbers,
+    did_you_mean,
+    step_cutoffs,
+)
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-    import pandas as pd
 
     _Ints = npt.NDArray[np.int64]
     _Bytes = npt.NDArray[np.uint8]
     _Bools = npt.NDArray[np.bool_]
 
-__all__ = [
-    "AGGREGATIONS",
-    "LOG_SUFFIX",
-    "ArtifactMatch",
-    "LogFile",
-    "LogFollower",
-    "RunDetails",
-    "RunSummary",
-    "attempt_count",
-    "compare",
-    "decode_line",
-    "describe",
-    "find_artifact",
-    "find_logs",
-    "head_record",
-    "is_locked",
-    "iter_events",
-    "last_records",
-    "last_value",
-    "lifecycle",
-    "lines_containing",
-    "load",
-    "lock_path",
-    "log_file",
-    "main_metric",
-    "numeric_fields",
-    "run_status",
-    "sha256_of",
-    "skipped_lines_message",
-    "summarize",
-]
-
-Errors = Literal["warn", "raise"]
 _T = TypeVar("_T")
-LOG_SUFFIX: Final = ".jsonl"
-_RANK_NAME: Final = re.compile(r"^(?P<run>.+)\.rank(?P<rank>\d+)$")
-_HINT: Final = "the run may have crashed mid-write"
-_FIRST: Final = ("ts", "event", "run")
-AGGREGATIONS: Final = ("mean", "median", "min", "max", "first", "last", "sum", "count", "std")
 
-
-@dataclass(frozen=True, slots=True)
-class LogFile:
-    """One log file: its path, the run it belongs to and, for `<name>.rank<R>.jsonl`, the rank."""
-
-    path: Path
-    run: str
-    rank: int | None = None
-
-
-def log_file(path: str | os.PathLike[str]) -> LogFile:
-    """Return the `LogFile` for *path*, naming its run and rank from the file name."""
-    path = Path(path)
-    stem = path.name[: -len(LOG_SUFFIX)] if path.name.endswith(LOG_SUFFIX) else path.stem
-    match = _RANK_NAME.match(stem)
-    if match is None:
-        return LogFile(path, stem)
-    return LogFile(path, match["run"], int(match["rank"]))
-
-
-def find_logs(*sources: str | os.PathLike[str]) -> list[LogFile]:
-    """Return the log files of *sources*: each file as given, each directory's `*.jsonl` logs.
-
-    Raises:
-        ReadError: a source that does not exist, or a directory without logs.
-    """
-    if not sources:
-        msg = "no log given; pass a .jsonl log file or a folder of logs"
-        raise ReadError(msg)
-    found: dict[Path, LogFile] = {}
-    for source in sources:
-        for log in _logs_of(Path(source)):
-            found.setdefault(log.path.resolve(), log)
-    return list(found.values())
-
-
-def _logs_of(source: Path) -> list[LogFile]:
-    if source.is_dir():
-        logs = [log_file(p) for p in source.glob(f"*{LOG_SUFFIX}") if p.is_file()]
-        if not logs:
-            msg = (
-                f"{source} has no *{LOG_SUFFIX} logs; pass a log file or the folder that holds them"
-            )
-            raise ReadError(msg, str(source))
-        return sorted(logs, key=lambda log: (log.run, log.rank or 0))
-    if not source.exists():
-        msg = f"no such log: {source}; pass a .jsonl log file or a folder of logs"
-        raise ReadError(msg, str(source))
-    return [log_file(source)]
-
-
-# --- line decoding (stdlib and orjson) -------------------------------------------------------
-
-
-def decode_line(raw: bytes) -> dict[str, Any]:
-    """Return the record on one line, non-finite floats restored.
-
-    Integers stay exact at any size. A line that orjson refuses but Python's json module reads
-    (the NaN and Infinity that `json.dumps` writes, a number beyond a double, which reads as
-    an infinity) is read that way.
-
-    Raises:
-        ValueError: the line is not one complete JSON object.
-    """
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as err:
-        # only where orjson's refusal is about numbers: json would also take lone surrogates
-        if "infinity" not in str(err) and b"NaN" not in raw and b"Infinity" not in raw:
-            raise
-        try:
-            value = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise err from None
-    else:
-        if _LONG_INT.search(raw) is not None:  # orjson reads an int beyond 64 bits as a float
-            try:
-                value = json.loads(raw)
-            except (ValueError, RecursionError):  # nested deeper than json's recursion limit
-                pass
-    if not isinstance(value, dict):
-        kind = "array" if isinstance(value, list) else type(value).__name__
-        msg = f"a JSON {kind}, not an object"
-        raise ValueError(msg)
-    return restore_nonfinite(value)
-
-
-# A JSON number that may not fit 64 bits: a minus sign and 19 digits, or 20 digits
-_LONG_INT: Final = re.compile(rb"[:\[,]\s*(?:-\d{19}|\d{20})")
-# A JSON number that may not fit int64, which pyarrow reads as a float: 19 digits (2**63 has 19)
-_INT64_PAST: Final = re.compile(rb"[:\[,]\s*-?\d{19}")
-
-
-def skipped_lines_message(path: str | os.PathLike[str], lines: Sequence[int]) -> str:
-    """Return the warning text for *lines* (1-based) of *path* that were skipped."""
-    shown = ", ".join(str(n) for n in lines[:5]) + (", ..." if len(lines) > 5 else "")
-    noun = "line" if len(lines) == 1 else "lines"
-    return (
-        f"{path}: skipped {len(lines)} {noun} that {'is' if len(lines) == 1 else 'are'} not a "
-        f"complete JSON object ({noun} {shown}); {_HINT}. Pass errors='raise' to stop at the first"
-    )
-
-
-def _bad_line_error(path: str | os.PathLike[str], line: int, reason: str) -> ReadError:
-    msg = f"{path} line {line} is not a complete JSON object ({reason}); {_HINT}"
-    return ReadError(msg, str(path), line)
-
-
-def iter_events(
-    path: str | os.PathLike[str], *, errors: Errors = "warn"
-) -> Iterator[dict[str, Any]]:
-    """Yield the records of one log file in order, with NaN and infinities restored.
-
-    Lines that are not complete JSON objects are skipped with one `RunlinesWarning` once the
-    file is exhausted; blank lines are skipped silently. Needs no pandas.
-
-    Raises:
-        ReadError: the file cannot be opened, or ``errors="raise"`` and a line is bad.
-    """
-    _check_errors(errors)
-    skipped: list[int] = []
-    with _open_log(path) as lines:
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = decode_line(raw)
-            except ValueError as err:
-                if errors == "raise":
-                    raise _bad_line_error(path, number, str(err)) from err
-                skipped.append(number)
-                continue
-            yield record
-    if skipped:
-        warnings.warn(skipped_lines_message(path, skipped), RunlinesWarning, stacklevel=2)
-
-
-def _open_log(path: str | os.PathLike[str]) -> Any:
-    try:
-        return open(path, "rb")
-    except IsADirectoryError as err:
-        msg = f"{path} is a folder; pass one .jsonl log file"
-        raise ReadError(msg, str(path)) from err
-    except OSError as err:
-        msg = f"cannot read log {path}: {err.strerror or err}; check the path"
-        raise ReadError(msg, str(path)) from err
-
-
-def _load_duckdb(
-    sources: tuple[str | os.PathLike[str], ...],
-    event: str | Iterable[str] | None,
-    columns: Iterable[str] | None,
-    superseded: bool,
-    errors: str,
-    engine: str,
-) -> pd.DataFrame:
-    """Return load()'s frame read through DuckDB."""
-    if engine != "duckdb":
-        msg = f"engine must be 'pandas' or 'duckdb', got {engine!r}"
-        raise ValueError(msg)
-    if errors == "raise":
-        msg = "engine='duckdb' skips bad lines and cannot raise on them; use engine='pandas'"
-        raise ValueError(msg)
-    from runlines.sql import load_duckdb
-
-    return load_duckdb(*sources, event=event, columns=columns, superseded=superseded)
-
-
-def _check_errors(errors: str) -> None:
-    if errors not in ("warn", "raise"):
-        msg = f"errors must be 'warn' or 'raise', got {errors!r}"
-        raise ValueError(msg)
-
-
-# --- the fast reader: one file into Arrow tables ---------------------------------------------
-#
-# load() reads a log with pyarrow's JSON reader: lines bucketed by event (one narrow schema per
-# call), each bucket in blocks. Python (orjson) takes only the lines pyarrow cannot: torn, odd,
-# nested, non-finite or type-conflicting ones. numpy and pyarrow are imported in the functions.
 
 _BLOCK_BYTES: Final = 16 << 20  # one pyarrow call per block: a bad line costs a block, not a file
 _ARROW_BLOCK: Final = 1 << 20  # pyarrow's own parallel unit inside a block
@@ -291,8 +89,16 @@ class _Piece:
     nulls: dict[str, _Ints] = field(default_factory=dict)
     # per field: the rows holding a value (not None), and the first one's line and place in it
     fields: dict[str, tuple[int, tuple[int, int]]] = field(default_factory=dict)
+    # each column's place in the table: a name lookup per column must not scan all names
+    places: dict[str, int] = field(default_factory=dict)
+
+    def column(self, name: str) -> Any:
+        """Return column *name* of the table, or None when it has none."""
+        place = self.places.get(name)
+        return None if place is None else self.table.column(place)
 
     def __post_init__(self) -> None:
+        self.places = {name: i for i, name in enumerate(self.table.column_names)}
         for row, record in zip(self.rows, self.records, strict=True):
             for key, value in record.items():
                 rows, values = self.patches.setdefault(key, ([], []))
@@ -809,7 +615,7 @@ class _Lines:
                 held[name] = (count, int(np.argmax(valid[name])) if name in valid else 0)
         for name, (rows, values) in piece.patches.items():
             mask = valid.get(name)
-            in_table = name in table.column_names
+            in_table = name in piece.places
             mine = [
                 row
                 for row, value in zip(rows, values, strict=True)
@@ -818,12 +624,12 @@ class _Lines:
             if mine:  # rows whose value only Python has (a nested row's is in the table too)
                 count, row = held.get(name, (0, mine[0]))
                 held[name] = (count + len(mine), min(row, min(mine)))
-        order: dict[int, list[str]] = {}
+        order: dict[int, dict[str, int]] = {}
         for name, (count, row) in held.items():
             if row not in order:
-                order[row] = self._keys(int(lines[row]), table)
+                order[row] = {k: i for i, k in enumerate(self._keys(int(lines[row]), table))}
             keys = order[row]
-            place = keys.index(name) if name in keys else len(keys)
+            place = keys.get(name, len(keys))
             piece.fields[name] = (count, (int(piece.lines[row]), place))
         for name in {*table.column_names, *piece.patches} - held.keys():
             piece.fields[name] = (0, (0, 0))  # only ever None here
@@ -860,7 +666,7 @@ class _Lines:
             with np.errstate(invalid="ignore"):
                 suspects = np.flatnonzero(np.abs(values) >= 2.0**63).tolist()
             spans = ((int(self.starts[lines[r]]), int(self.ends[lines[r]])) for r in suspects)
-            if any(_INT64_PAST.search(bytes(self.view[a:b])) for a, b in spans):
+            if any(INT64_PAST.search(bytes(self.view[a:b])) for a, b in spans):
                 found[name] = np.flatnonzero(~np.isnan(values))
         return found
 
@@ -949,7 +755,7 @@ def _read_log(log: LogFile, errors: Errors, events: Collection[str] | None = Non
     parsed = _FileReader(log, _read_bytes(log.path), events).read()
     if parsed.bad and errors == "raise":
         line, reason = parsed.bad[0]
-        raise _bad_line_error(log.path, line, reason)
+        raise bad_line_error(log.path, line, reason)
     if parsed.bad and not parsed.pieces:
         msg = (
             f"{log.path} is not a runlines log: none of its {len(parsed.bad)} lines is a JSON "
@@ -969,7 +775,7 @@ def _read_bytes(path: Path) -> _Bytes:
     """
     import numpy as np
 
-    with _open_log(path) as stream:
+    with open_log(path) as stream:
         size = path.stat().st_size
         data = np.empty(size + 1, dtype=np.uint8)
         count = stream.readinto(memoryview(data)[:size])  # type: ignore[arg-type]
@@ -1077,7 +883,7 @@ class _Columns:
         choices = pa.array(list(wanted), type=pa.string())
         for piece, positions in zip(self.pieces, self.full.positions, strict=True):
             hit = np.zeros(piece.table.num_rows, dtype=bool)
-            column = piece.table.column(name) if name in piece.table.column_names else None
+            column = piece.column(name)
             if column is not None and _arrow_kind(column.type) == "str":
                 found = pc.is_in(column.cast(pa.string()), value_set=choices)
                 hit = found.to_numpy(zero_copy_only=False).astype(bool)
@@ -1097,8 +903,9 @@ class _Columns:
 
         kinds = {_python_kind(v) for p in self.pieces for v in p.patches.get(name, ((), ()))[1]}
         for piece in self.pieces:
-            if name in piece.table.column_names:
-                kinds.add(_arrow_kind(piece.table.schema.field(name).type))
+            place = piece.places.get(name)
+            if place is not None:
+                kinds.add(_arrow_kind(piece.table.schema.field(place).type))
         kind = _common_type(kinds)
         if kind is not None:
             build = self._arrow_column if kind == pa.string() else self._numbers
@@ -1163,7 +970,7 @@ class _Columns:
 
         out = np.full(layout.size, None, dtype=object)
         for piece, positions in zip(self.pieces, layout.positions, strict=True):
-            column = piece.table.column(name) if name in piece.table.column_names else None
+            column = piece.column(name)
             if column is not None and _arrow_kind(column.type) is not None:
                 valid = column.is_valid()
                 at = positions[valid.to_numpy(zero_copy_only=False)]
@@ -1209,7 +1016,7 @@ def _arrow_chunks(piece: _Piece, name: str, kind: Any) -> list[Any]:
     import pyarrow.compute as pc
 
     table = piece.table
-    column = table.column(name) if name in table.column_names else None
+    column = piece.column(name)
     rows, values = piece.patches.get(name, ([], []))
     if column is None or _arrow_kind(column.type) is None:
         if not rows:
@@ -1244,7 +1051,7 @@ def _column_names(logs: list[_ParsedLog]) -> list[str]:
     counts.pop(NONFINITE_KEY, None)
     held = sorted((n for n in counts if counts[n]), key=lambda n: (-counts[n], first[n]))
     none_only = sorted(n for n in counts if not counts[n])
-    return [*_FIRST, *(n for n in [*held, *none_only] if n not in _FIRST)]
+    return [*FIRST_COLUMNS, *(n for n in [*held, *none_only] if n not in FIRST_COLUMNS)]
 
 
 def _values_at(column: Any, rows: _Ints) -> list[Any]:
@@ -1279,11 +1086,14 @@ def _as_floats(column: Any) -> npt.NDArray[np.float64]:
 
 def _number_or_nan(value: Any) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond any float
+            return math.inf if value > 0 else -math.inf
     return float("nan")
 
 
-# --- rows: attempts, rewinds, event filter ---------------------------------------------------
+# --- rows: attempts, superseded records, event filter ----------------------------------------
 
 
 def _rows_per_log(logs: list[_ParsedLog]) -> list[tuple[int, int]]:
@@ -1303,27 +1113,67 @@ def _start_fields(table: _Columns, starts: _Ints, name: str) -> list[Any]:
 
 
 def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
-    """Return each row's attempt and whether a later attempt's resume_step supersedes it."""
+    """Return each row's attempt and whether a later attempt supersedes it (see `_rules`)."""
     import numpy as np
 
     attempt = np.ones(table.num_rows, dtype=np.int64)
     superseded = np.zeros(table.num_rows, dtype=bool)
+    segment = np.zeros(table.num_rows, dtype=np.int64)  # run_starts before the row, per log
     starts = np.flatnonzero(table.matches("event", ["run_start"]))
     numbers = _start_fields(table, starts, "attempt")
     resumes = np.array([_number_or_nan(r) for r in _start_fields(table, starts, "resume_step")])
-    steps = None
-    if not np.isnan(resumes).all() and "step" in table.names:
-        steps = _as_floats(table.get("step"))
+    steps = _as_floats(table.get("step")) if "step" in table.names else None
     for first, stop in _rows_per_log(logs):
         mine = (starts >= first) & (starts < stop)
         # the rows before the first run_start, then those from each run_start to the next
         lengths = np.diff(np.concatenate(([0], starts[mine] - first, [stop - first])))
         nums = attempt_numbers([n for n, m in zip(numbers, mine, strict=True) if m])
         attempt[first:stop] = np.repeat([1, *nums], lengths)
-        if steps is not None:
+        segment[first:stop] = np.repeat(np.arange(len(nums) + 1), lengths)
+        if steps is not None and not np.isnan(resumes[mine]).all():
             cutoff = np.repeat(step_cutoffs(resumes[mine].tolist()), lengths)
             superseded[first:stop] = steps[first:stop] > cutoff
+    if steps is not None and len(segment) and segment.max() > 0:
+        superseded |= _rewritten(table, logs, segment, steps)
     return attempt, superseded
+
+
+def _rewritten(table: _Columns, logs: list[_ParsedLog], segment: _Ints, steps: Any) -> _Bools:
+    """Return where a later attempt of the same log wrote a record of the same (event, step)."""
+    import numpy as np
+
+    which = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])
+    codes = _codes(table.get("event"))
+    rows = np.flatnonzero(~np.isnan(steps) & (codes >= 0))
+    order = rows[np.lexsort((steps[rows], codes[rows], which[rows]))]
+    keys = np.stack((which[order], codes[order], steps[order]))
+    cuts = np.flatnonzero((keys[:, 1:] != keys[:, :-1]).any(axis=0)) + 1
+    bounds = np.concatenate(([0], cuts)).astype(np.int64)
+    latest = np.zeros(0, np.int64)
+    if len(order):
+        latest = np.repeat(
+            np.maximum.reduceat(segment[order], bounds), np.diff([*bounds, len(order)])
+        )
+    out = np.zeros(table.num_rows, dtype=bool)
+    out[order] = segment[order] < latest
+    return out
+
+
+def _codes(column: Any) -> _Ints:
+    """Return a code per row that tells its text value apart; -1 where it is no text."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, _Numbers):
+        return np.full(len(column), -1, dtype=np.int64)
+    if isinstance(column, np.ndarray):
+        texts = [v if isinstance(v, str) else None for v in column.tolist()]
+        column = pa.array(texts, type=pa.string())
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    indices = pc.dictionary_encode(column).indices.fill_null(-1)
+    return indices.to_numpy(zero_copy_only=False).astype(np.int64)  # type: ignore[no-any-return]
 
 
 def _event_rows(table: _Columns, names: list[str], skipped: set[str]) -> _Bools:
@@ -1336,7 +1186,7 @@ def _event_rows(table: _Columns, names: list[str], skipped: set[str]) -> _Bools:
         return found
     read = {v for v in _distinct(table.get("event")) if isinstance(v, str)}
     present = sorted(read | skipped)
-    hint = _did_you_mean(names[0], present)
+    hint = did_you_mean(names[0], present)
     msg = f"no record has event {' or '.join(map(repr, names))}{hint}; events: {', '.join(present)}"
     raise FieldError(msg)
 
@@ -1350,716 +1200,3 @@ def _distinct(column: Any) -> list[Any]:
     if isinstance(column, np.ndarray):
         return list({v for v in column.tolist() if isinstance(v, str)})
     return pc.unique(column).to_pylist()  # type: ignore[no-any-return]
-
-
-def _did_you_mean(name: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-# --- the frame -------------------------------------------------------------------------------
-
-
-def _import_pandas(caller: str) -> Any:
-    try:
-        import pandas as pd
-        import pyarrow  # noqa: F401 - the fast reader needs it
-    except ImportError as err:
-        msg = f"{caller} needs pandas and pyarrow: pip install 'runlines[pandas]'"
-        raise ImportError(msg) from err
-    return pd
-
-
-def _prefetch_pandas(caller: str) -> None:
-    """Start importing pandas on a thread while the logs are parsed; fail early when absent.
-
-    A first import of pandas takes a third of a second, mostly in Python, while the parse
-    mostly runs in pyarrow's threads without the GIL. numpy and pyarrow, which pandas imports
-    too, are imported here first, so the two threads never wait on the same module.
-    """
-    import importlib.util
-    import threading
-
-    if "pandas" in sys.modules:
-        return
-    try:
-        missing = not all(importlib.util.find_spec(name) for name in ("pandas", "pyarrow"))
-    except (ImportError, ValueError):
-        missing = True
-    if missing:
-        _import_pandas(caller)  # raises the install hint
-    import numpy  # noqa: F401
-    import pyarrow.compute
-    import pyarrow.json  # noqa: F401
-
-    threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True).start()
-
-
-def load(
-    *sources: str | os.PathLike[str],
-    event: str | Iterable[str] | None = None,
-    columns: Iterable[str] | None = None,
-    superseded: bool = False,
-    errors: Errors = "warn",
-    engine: Literal["pandas", "duckdb"] = "pandas",
-) -> pd.DataFrame:
-    """Return the records of *sources* (log files or folders of logs) as one DataFrame.
-
-    Args:
-        sources: log files, or folders whose ``*.jsonl`` logs (rank files merged) are all read.
-        event: keep only records of this event name (or names), before the frame is built.
-        columns: the fields to keep; ``ts``, ``event`` and ``run`` are always kept.
-        superseded: keep records that a resumed attempt rewound past (dropped by default).
-        errors: ``"warn"`` skips bad lines with one warning per file; ``"raise"`` raises.
-        engine: ``"duckdb"`` reads through DuckDB (``runlines[duckdb]``), out of core; the
-            default pandas reader is faster at every size measured (docs/scale.md).
-
-    Raises:
-        ReadError: a missing or unreadable log, or a bad line with ``errors="raise"``.
-        FieldError: an event name or a column that no record has.
-    """
-    import numpy as np
-
-    _check_errors(errors)
-    if engine != "pandas":
-        return _load_duckdb(sources, event, columns, superseded, errors, engine)
-    names = event_names(event)
-    found = find_logs(*sources)
-    _prefetch_pandas("load()")
-    logs = [_read_log(log, errors, names) for log in found]
-    pd = _import_pandas("load()")
-    table = _Columns(logs)
-    attempt, rewound = _attempts(table, logs)
-    keep = np.ones(table.num_rows, dtype=bool) if superseded else ~rewound
-    if names is not None:
-        keep &= _event_rows(table, names, {e for log in logs for e in log.skipped})
-    frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, columns))
-    if names is None or columns is not None:
-        return frame
-    empty = [n for n in frame.columns if n not in _FIRST and frame[n].isna().all()]
-    logged = _logged_fields(empty, table, table.matches("event", names))
-    return frame.drop(columns=[n for n in empty if n not in logged])  # other events' fields
-
-
-def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str]:
-    """Return which of *names* a record of the wanted events has, as None, NaN or anything.
-
-    *wanted* is, per output row, whether its event is wanted.
-    """
-    found: set[str] = set()
-    for piece, positions in zip(table.pieces, table.full.positions, strict=True):
-        mine = wanted[positions]
-        for name in names:
-            rows = piece.patches.get(name, ([], []))[0]
-            if mine[rows].any() or mine[piece.nulls.get(name, [])].any():
-                found.add(name)
-    return found
-
-
-def _has_rank(table: _Columns, logs: list[_ParsedLog]) -> bool:
-    return "rank" in table.names or any(p.log.rank is not None for p in logs)
-
-
-def _output_names(
-    table: _Columns, logs: list[_ParsedLog], columns: Iterable[str] | None
-) -> list[str]:
-    derived = ["rank", "attempt"] if _has_rank(table, logs) else ["attempt"]
-    if columns is None:
-        rest = [n for n in table.names if n not in _FIRST and n not in derived]
-        return [*_FIRST, *derived, *rest]
-    wanted = [columns] if isinstance(columns, str) else list(columns)
-    known = set(table.names) | set(derived)
-    unknown = [c for c in wanted if c not in known]
-    if unknown:
-        fields = ", ".join(sorted(known - set(_FIRST)))
-        hint = _did_you_mean(unknown[0], known)
-        msg = f"no record has field {unknown[0]!r}{hint}; fields: {fields}"
-        raise FieldError(msg)
-    return [*_FIRST, *dict.fromkeys(c for c in wanted if c not in _FIRST)]
-
-
-def _frame(
-    pd: Any,
-    table: _Columns,
-    logs: list[_ParsedLog],
-    keep: _Bools,
-    attempt: _Ints,
-    names: list[str],
-) -> pd.DataFrame:
-    import numpy as np
-
-    layout = table.full if keep.all() else _layout(logs, keep)
-
-    def built(name: str) -> Any:
-        return table.get(name) if layout is table.full else table.build(name, layout)
-
-    which_log = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])[keep]
-
-    def column(name: str) -> Any:
-        if name == "attempt":
-            derived = attempt[keep]
-            return _own_attempts(built(name), derived) if name in table.names else derived
-        if name == "run":
-            return _run_column(pd, built(name), logs, which_log)
-        if name == "rank":
-            return _rank_column(pd, table, layout, logs, which_log)
-        return _series(pd, built(name), as_float=name == "ts")
-
-    return pd.DataFrame(dict(zip(names, _in_threads(column, names), strict=True)), copy=False)
-
-
-def _own_attempts(own: Any, derived: _Ints) -> Any:
-    """Return the attempt of each row: the record's own `attempt` field where it has one.
-
-    Run writes `attempt` on run_start and run_end only, where it is the attempt; a record that
-    logs a field of that name keeps its value, so nothing is lost. Where every such value is an
-    integer the column stays int64; otherwise it holds Python objects.
-    """
-    import numpy as np
-
-    if isinstance(own, _Numbers) and own.values.dtype == np.int64:
-        return np.where(own.valid, own.values, derived)
-    if isinstance(own, _Numbers):
-        rows = np.flatnonzero(own.valid & ~np.isnan(own.values.astype(np.float64)))
-    elif isinstance(own, np.ndarray):
-        rows = np.flatnonzero(np.array([v is not None for v in own], dtype=bool))
-    else:
-        rows = np.flatnonzero(own.is_valid().to_numpy(zero_copy_only=False))
-    merged = derived.astype(object)
-    for row, value in zip(rows.tolist(), _values_at(own, rows), strict=True):
-        merged[row] = value
-    return merged
-
-
-def _series(pd: Any, column: Any, *, as_float: bool = False) -> Any:
-    """Return a column for pandas: int64 and bool, or nullable Int64 and boolean with gaps."""
-    import numpy as np
-    import pyarrow as pa
-
-    if as_float:
-        return _as_floats(column)
-    if isinstance(column, _Numbers):
-        return _numbers_for_pandas(pd, column)
-    if isinstance(column, np.ndarray):
-        return pd.Series(column, dtype=object, copy=False)
-    if column.null_count and _arrow_kind(column.type) in ("int", "bool"):
-        nullable = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
-        return column.to_pandas(types_mapper=nullable.get)
-    return column.to_pandas()
-
-
-def _numbers_for_pandas(pd: Any, column: _Numbers) -> Any:
-    """Return numbers as numpy, or as pandas' nullable Int64 and boolean when some are missing."""
-    import numpy as np
-
-    if column.values.dtype == np.float64 or column.valid.all():
-        return column.values
-    if column.values.dtype == np.bool_:
-        return pd.arrays.BooleanArray(column.values, ~column.valid)
-    return pd.arrays.IntegerArray(column.values, ~column.valid)
-
-
-def _run_column(pd: Any, column: Any, logs: list[_ParsedLog], which: _Ints) -> Any:
-    """Return the `run` column, filled from the file name where a record has none."""
-    import numpy as np
-
-    if not isinstance(column, (np.ndarray, _Numbers)) and column.null_count == 0:
-        return column.to_pandas()
-    values = np.asarray(_series(pd, column), dtype=object)
-    fallback = np.array([log.log.run for log in logs], dtype=object)[which]
-    filled = np.where(pd.isna(values), fallback, values)
-    return pd.Series(filled, dtype=object if pd.__version__ < "3" else "str")
-
-
-def _rank_column(
-    pd: Any, table: _Columns, layout: _Layout, logs: list[_ParsedLog], which: _Ints
-) -> Any:
-    """Return the `rank` column, filled from rank file names (and 0 for their main file)."""
-    import numpy as np
-
-    ranked = {log.log.run for log in logs if log.log.rank is not None}
-    fallback = np.array([_file_rank(log.log, ranked) for log in logs], dtype=np.float64)[which]
-    values = _as_floats(table.build("rank", layout)) if "rank" in table.names else fallback
-    values = np.where(np.isnan(values), fallback, values)
-    with np.errstate(invalid="ignore"):  # a rank no int64 holds (1e300, 2.5) is no rank
-        values[(np.abs(values) >= 2**62) | (values != np.floor(values))] = np.nan
-    if np.isnan(values).any():
-        return pd.array([None if np.isnan(v) else int(v) for v in values], dtype="Int64")
-    return values.astype(np.int64)
-
-
-def _file_rank(log: LogFile, ranked: set[str]) -> float:
-    if log.rank is not None:
-        return float(log.rank)
-    return 0.0 if log.run in ranked else float("nan")
-
-
-# --- compare ---------------------------------------------------------------------------------
-
-
-def numeric_fields(frame: pd.DataFrame) -> list[str]:
-    """Return the names of the numeric fields of *frame*, bookkeeping columns left out."""
-    import pandas as pd
-
-    skip = {"ts", "attempt", "rank", "pid", "dropped", "resume_step", "world_size", "exit_code"}
-    return [
-        name
-        for name in frame.columns
-        if name not in skip
-        and pd.api.types.is_numeric_dtype(frame[name].dtype)
-        and not pd.api.types.is_bool_dtype(frame[name].dtype)
-    ]
-
-
-def _check_numeric(frame: pd.DataFrame, name: str, role: str) -> None:
-    fields = numeric_fields(frame)
-    if name in fields and frame[name].notna().any():
-        return
-    what = "is not numeric" if name in frame.columns else "is in no record"
-    hint = _did_you_mean(name, fields)
-    listed = ", ".join(sorted(fields)) or "(none)"
-    msg = f"{role} {name!r} {what}{hint}; numeric fields: {listed}"
-    raise FieldError(msg)
-
-
-def compare(
-    *sources: str | os.PathLike[str],
-    metric: str,
-    by: str = "step",
-    event: str | Iterable[str] | None = None,
-    agg: str = "mean",
-) -> pd.DataFrame:
-    """Return one row per value of *by* and one column per run: *metric* aggregated by *agg*.
-
-    Raises:
-        FieldError: *metric* or *by* is not a numeric field of any record.
-        ValueError: an unknown *agg*.
-    """
-    if agg not in AGGREGATIONS:
-        msg = f"agg must be one of {', '.join(AGGREGATIONS)}, got {agg!r}"
-        raise ValueError(msg)
-    if metric == by:
-        msg = f"metric and by are both {by!r}; compare a metric by another field, e.g. step"
-        raise FieldError(msg)
-    pd = _import_pandas("compare()")
-    frame = load(*sources, event=event)
-    _check_numeric(frame, metric, "metric")
-    _check_numeric(frame, by, "by")
-    rows = frame[frame[metric].notna() & frame[by].notna()]
-    table = rows.pivot_table(index=by, columns="run", values=metric, aggfunc=agg, sort=True)
-    runs = [run for run in pd.unique(rows["run"]) if run in table.columns]
-    table = table.reindex(columns=runs)
-    table.columns.name = "run"
-    return table
-
-
-# --- quick looks for the command line (stdlib and orjson) ------------------------------------
-
-_SCAN_CHUNK: Final = 16 << 20
-_TAIL_BYTES: Final = 1 << 20  # `ls` looks for the last step and metric this far from the end
-_NOT_METRICS: Final = frozenset(
-    {"ts", "step", "epoch", "attempt", "rank", "pid", "world_size", "resume_step", "dropped",
-     "duration_s", "bytes", "exit_code", "count"}
-)  # fmt: skip
-_LIFECYCLE: Final = frozenset({"run_start", "run_end", "span", "artifact", "signal"})
-
-
-def lock_path(log: str | os.PathLike[str]) -> Path:
-    """Return the lock file a live writer of *log* holds: ``<log>.lock``."""
-    log = Path(log)
-    return log.with_name(log.name + ".lock")
-
-
-def is_locked(log: str | os.PathLike[str]) -> bool:
-    """Return whether a live process holds *log*'s lock file; never create a lock file."""
-    path = lock_path(log)
-    if not path.exists():
-        return False
-    from filelock import FileLock, Timeout
-
-    probe = FileLock(path, timeout=0)
-    try:
-        probe.acquire()
-    except Timeout:
-        return True
-    except OSError:  # an unreadable lock file: nobody we can see holds it
-        return False
-    probe.release()
-    return False
-
-
-def lines_containing(
-    path: str | os.PathLike[str], needles: Sequence[bytes]
-) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, line)`` for each line of *path* that contains one of *needles*, in order.
-
-    Reads in blocks and parses nothing, so it is fast on large logs.
-    """
-    with _open_log(path) as stream:
-        base, carry = 0, b""
-        while block := stream.read(_SCAN_CHUNK):
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            yield from _found_lines(data[:cut], base, needles)
-            base, carry = base + cut, data[cut:]
-        yield from _found_lines(carry, base, needles)
-
-
-def _found_lines(data: bytes, base: int, needles: Sequence[bytes]) -> list[tuple[int, bytes]]:
-    found: dict[int, bytes] = {}
-    for needle in needles:
-        at = data.find(needle)
-        while at >= 0:
-            start = data.rfind(b"\n", 0, at) + 1
-            end = data.find(b"\n", at)
-            end = len(data) if end < 0 else end
-            found.setdefault(base + start, data[start:end])
-            at = data.find(needle, end)
-    return sorted(found.items())
-
-
-def _records_of(lines: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for offset, raw in lines:
-        try:
-            yield offset, decode_line(raw)
-        except ValueError:
-            continue  # a torn line: the full readers warn about it
-
-
-def head_record(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """Return the first record of *path*, or None when its first 64 KiB hold none."""
-    with _open_log(path) as stream:
-        for raw in stream.read(1 << 16).splitlines():
-            try:
-                return decode_line(raw)
-            except ValueError:
-                continue
-    return None
-
-
-def last_records(
-    path: str | os.PathLike[str],
-    count: int | None = None,
-    *,
-    events: Collection[str] | None = None,
-    max_bytes: int | None = None,
-) -> list[dict[str, Any]]:
-    """Return up to *count* last records of *path* (all when None), oldest first.
-
-    Reads backwards from the end, at most *max_bytes* when given; keeps only *events* when
-    given; skips bad lines silently.
-    """
-    found: list[dict[str, Any]] = []
-    for raw in _lines_backwards(path, max_bytes):
-        try:
-            record = decode_line(raw)
-        except ValueError:
-            continue
-        if events is None or _event_of(record) in events:
-            found.append(record)
-        if count is not None and len(found) >= count:
-            break
-    return found[::-1]
-
-
-def _lines_backwards(path: str | os.PathLike[str], max_bytes: int | None) -> Iterator[bytes]:
-    with _open_log(path) as stream:
-        end = stream.seek(0, 2)
-        limit = 0 if max_bytes is None else max(0, end - max_bytes)
-        # Pieces of the line that goes on past the block being read, nearest first: joined once
-        # its start is found, so that a line of many blocks costs linear time, not quadratic.
-        pending: list[bytes] = []
-        while end > limit:
-            start = max(limit, end - (1 << 16))
-            stream.seek(start)
-            block = stream.read(end - start)
-            end = start
-            if start > 0 and b"\n" not in block:
-                pending.append(block)
-                continue
-            lines = (block + b"".join(reversed(pending))).split(b"\n")
-            pending = [lines[0]] if start > 0 else []
-            complete = lines[1:] if start > 0 else lines
-            yield from (line for line in reversed(complete) if line.strip())
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def main_metric(records: Sequence[Mapping[str, Any]]) -> str | None:
-    """Return the main metric of *records*, the one `runlines ls` shows.
-
-    That is ``loss``, else the first field named like ``*loss*``, else the first numeric field of
-    the last record that has a step; bookkeeping fields (step, epoch, pid, ...) never count.
-    """
-    names = [k for r in records for k, v in r.items() if _is_number(v) and k not in _NOT_METRICS]
-    if "loss" in names:
-        return "loss"
-    lossy = [name for name in names if "loss" in name]
-    if lossy:
-        return lossy[0]
-    for record in reversed(records):
-        if "step" in record and _event_of(record) not in _LIFECYCLE:
-            numeric: list[str] = [
-                k for k, v in record.items() if _is_number(v) and k not in _NOT_METRICS
-            ]
-            if numeric:
-                return numeric[0]
-    return None
-
-
-def last_value(records: Sequence[Mapping[str, Any]], name: str) -> Any:
-    """Return the last numeric value of field *name* in *records*, or None."""
-    for record in reversed(records):
-        if _is_number(record.get(name)):
-            return record[name]
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class RunSummary:
-    """What `runlines ls` shows of one run: from its lifecycle records and its last records."""
-
-    log: LogFile
-    status: str  # ok, failed, interrupted, terminated, running or died
-    attempts: int
-    started: float | None  # ts of the first record
-    last: float | None  # ts of the last record
-    step: Any
-    metric: str | None
-    value: Any
-
-    @property
-    def duration_s(self) -> float | None:
-        """Seconds from the first record to the last."""
-        if self.started is None or self.last is None:
-            return None
-        return self.last - self.started
-
-
-def lifecycle(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
-    """Return ``(offset, record)`` for the run_start and run_end records of *path*."""
-    lines = lines_containing(path, (b'"run_start"', b'"run_end"'))
-    return [(at, r) for at, r in _records_of(lines) if r.get("event") in ("run_start", "run_end")]
-
-
-def run_status(path: str | os.PathLike[str], marks: list[tuple[int, dict[str, Any]]]) -> str:
-    """Return how the last attempt of *path* ended, or running/died when it has no run_end."""
-    starts = [at for at, r in marks if r.get("event") == "run_start"]
-    ends = [(at, r) for at, r in marks if r.get("event") == "run_end"]
-    if ends and (not starts or ends[-1][0] > starts[-1]):
-        status = ends[-1][1].get("status")
-        return status if isinstance(status, str) and status else "ok"
-    return "running" if is_locked(path) else "died"
-
-
-def attempt_count(marks: list[tuple[int, dict[str, Any]]]) -> int:
-    """Return the number of attempts: the highest run_start `attempt`, or their count."""
-    numbers = [r.get("attempt") for _, r in marks if r.get("event") == "run_start"]
-    ints = [n for n in numbers if isinstance(n, int) and not isinstance(n, bool)]
-    return max([len(numbers), *ints]) if numbers else 1
-
-
-def summarize(log: LogFile) -> RunSummary:
-    """Return the `ls` line of *log*: it reads the lifecycle lines and the last MiB only."""
-    marks = lifecycle(log.path)
-    tail = last_records(log.path, max_bytes=_TAIL_BYTES)
-    first = head_record(log.path)
-    metric = main_metric(tail)
-    steps = [r["step"] for r in tail if _is_number(r.get("step"))]
-    return RunSummary(
-        log=log,
-        status=run_status(log.path, marks),
-        attempts=attempt_count(marks) if tail or marks else 0,
-        started=_ts(first),
-        last=_ts(tail[-1]) if tail else None,
-        step=steps[-1] if steps else None,
-        metric=metric,
-        value=last_value(tail, metric) if metric else None,
-    )
-
-
-def _ts(record: Mapping[str, Any] | None) -> float | None:
-    value = None if record is None else record.get("ts")
-    try:
-        return float(value) if _is_number(value) else None
-    except OverflowError:  # an int beyond any float, from a foreign writer
-        return None
-
-
-def _event_of(record: Mapping[str, Any]) -> str | None:
-    """Return the record's event name, or None when it has none or it is not a string."""
-    event = record.get("event")
-    return event if isinstance(event, str) else None
-
-
-@dataclass(slots=True)
-class RunDetails:
-    """What `runlines show` prints of one log file, gathered in one pass."""
-
-    log: LogFile
-    starts: list[dict[str, Any]] = field(default_factory=list)
-    ends: list[dict[str, Any]] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    artifacts: list[dict[str, Any]] = field(default_factory=list)
-    spans: dict[str, dict[str, float]] = field(default_factory=dict)
-    last: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (value, step)
-    first_ts: float | None = None
-    last_ts: float | None = None
-    status: str = "died"
-
-    def add(self, record: dict[str, Any]) -> None:
-        """Count *record* in."""
-        event = record.get("event")
-        name = event if isinstance(event, str) else "(no event)"
-        self.counts[name] = self.counts.get(name, 0) + 1
-        ts = _ts(record)
-        self.first_ts = ts if self.first_ts is None else self.first_ts
-        self.last_ts = ts if ts is not None else self.last_ts
-        if name == "run_start":
-            self.starts.append(record)
-        elif name == "run_end":
-            self.ends.append(record)
-        elif name == "artifact":
-            self.artifacts.append(record)
-        elif name == "span":
-            _add_span(self.spans, record)
-        elif name not in _LIFECYCLE:
-            self._add_values(record)
-
-    def _add_values(self, record: dict[str, Any]) -> None:
-        step = record.get("step")
-        for key, value in record.items():
-            if _is_number(value) and key not in ("ts", "rank", "step"):
-                self.last[key] = (value, step)
-
-
-def _add_span(spans: dict[str, dict[str, float]], record: Mapping[str, Any]) -> None:
-    name, duration = record.get("name"), record.get("duration_s")
-    if not isinstance(name, str) or not _is_number(duration):
-        return
-    stats = spans.setdefault(name, {"count": 0, "total_s": 0.0, "mean_s": 0.0, "max_s": 0.0})
-    stats["count"] += 1
-    stats["total_s"] += duration
-    stats["mean_s"] = stats["total_s"] / stats["count"]
-    stats["max_s"] = max(stats["max_s"], duration)
-
-
-def describe(log: LogFile) -> RunDetails:
-    """Return what `runlines show` prints of *log*, reading every record once.
-
-    Raises:
-        ReadError: the log has no records (empty, or not JSON Lines).
-    """
-    details = RunDetails(log)
-    seen_end_after_start = False
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for record in iter_events(log.path):
-            details.add(record)
-            if record.get("event") in ("run_start", "run_end"):
-                seen_end_after_start = record.get("event") == "run_end"
-    if not details.counts:
-        what = "none of its lines is a JSON object" if caught else "it is empty"
-        msg = f"{log.path} has no records: {what}; pass a .jsonl log written by runlines.Run"
-        raise ReadError(msg, str(log.path))
-    for warning in caught:
-        warnings.warn(warning.message, warning.category, stacklevel=2)
-    if "(no event)" in details.counts and len(details.counts) == 1:
-        msg = f"{log.path} is not a runlines log: no record has an 'event' field"
-        raise ReadError(msg, str(log.path))
-    _finish(details, ended=seen_end_after_start)
-    return details
-
-
-def _finish(details: RunDetails, *, ended: bool) -> None:
-    """Set the status (from the last run_end, or the lock) and the run_end's span summary."""
-    if details.ends and ended:
-        status = details.ends[-1].get("status")
-        details.status = status if isinstance(status, str) and status else "ok"
-    else:
-        details.status = "running" if is_locked(details.log.path) else "died"
-    spans = details.ends[-1].get("spans") if details.ends else None
-    if isinstance(spans, dict) and all(isinstance(stats, dict) for stats in spans.values()):
-        details.spans = spans
-
-
-def sha256_of(path: str | os.PathLike[str]) -> str:
-    """Return the hex SHA-256 of the file at *path*, read in 1 MiB blocks."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with _open_log(path) as stream:
-        while block := stream.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactMatch:
-    """A run that registered a file: where, in which attempt and at which step."""
-
-    log: LogFile
-    attempt: int
-    record: dict[str, Any]
-
-
-def find_artifact(digest: str, logs: Iterable[LogFile]) -> list[ArtifactMatch]:
-    """Return the artifact records with sha256 *digest* in *logs*.
-
-    Only the lines that hold both ``"artifact"`` and the digest are parsed, and the run_start
-    lines, for the attempt.
-    """
-    needle = digest.lower().encode()
-    matches: list[ArtifactMatch] = []
-    for log in logs:
-        attempt = 1
-        found = lines_containing(log.path, (needle, b'"run_start"'))
-        lines = ((at, raw) for at, raw in found if b'"run_start"' in raw or b'"artifact"' in raw)
-        for _, record in _records_of(lines):
-            if record.get("event") == "run_start":
-                attempt = record["attempt"] if _is_number(record.get("attempt")) else attempt + 1
-            elif record.get("event") == "artifact" and record.get("sha256") == digest.lower():
-                matches.append(ArtifactMatch(log, attempt, record))
-    return matches
-
-
-class LogFollower:
-    """Read the records appended to a log since the last call, like ``tail -f``.
-
-    Keeps a torn last line until its newline arrives; starts over when the file shrinks.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], offset: int = 0) -> None:
-        self.path = Path(path)
-        self.offset = offset
-        self.pending = b""
-        self.skipped = 0
-
-    def poll(self) -> list[dict[str, Any]]:
-        """Return the complete records written since the last poll, oldest first."""
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            return []
-        if size < self.offset:  # truncated or replaced: read it again from the start
-            self.offset, self.pending = 0, b""
-        with _open_log(self.path) as stream:
-            stream.seek(self.offset)
-            data = self.pending + stream.read(size - self.offset)
-        self.offset = size
-        cut = data.rfind(b"\n") + 1
-        self.pending = data[cut:]
-        return self._decode(data[:cut].split(b"\n"))
-
-    def _decode(self, lines: list[bytes]) -> list[dict[str, Any]]:
-        records: list[dict[str, Any]] = []
-        for raw in lines:
-            if not raw.strip():
-                continue
-            try:
-                records.append(decode_line(raw))
-            except ValueError:
-                self.skipped += 1
-        return records

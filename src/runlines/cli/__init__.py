@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -14,15 +15,21 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from runlines import reading
-from runlines._cli_scale import add_commands as add_scale_commands
 from runlines._version import __version__
+from runlines.cli import _summaries
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
+from runlines.reading._lines import RAISE_HINT
+from runlines.reading._table import quick_summary_of, summary_of
 
-__all__ = ["follow", "main"]
+__all__ = ["COMMAND_GROUPS", "follow", "main", "resolve_run"]
 
 _WHICH_LEVELS: Final = 3  # `which` looks in the file's folder and this many parents
 _POLL_S: Final = 0.5
+# Modules that add commands: each has `add_commands(subparsers)` (see cli/_scale.py).
+COMMAND_GROUPS: list[str] = ["runlines.cli._scale", "runlines.cli._diff"]
+_RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
+_CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
 _sleep: Callable[[float], None] = time.sleep  # tests replace it to drive `tail -f` step by step
 
 
@@ -68,14 +75,19 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    print(f"runlines: warning: {message}", file=sys.stderr)
+    # the Python option the message suggests is no option of any command
+    text = str(message).replace(RAISE_HINT, "")
+    print(f"runlines: warning: {text}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="runlines",
         description="Look at runlines logs: list runs, show one, follow it, compare and plot.",
-        epilog="A RUN is a log file, or a run name looked up in the current folder (NAME.jsonl).",
+        epilog=(
+            "A RUN is a log file, or a run name looked up in the current folder (NAME.jsonl), "
+            "then in runs/."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"runlines {__version__}")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -85,19 +97,26 @@ def _parser() -> argparse.ArgumentParser:
     _add_compare(commands, "compare", "print a metric per run, one row per step")
     _add_compare(commands, "plot", "plot a metric per run to a PNG")
     _add_which(commands)
-    add_scale_commands(commands)
+    for group in COMMAND_GROUPS:
+        importlib.import_module(group).add_commands(commands)
     return parser
 
 
 def _add_ls(commands: Any) -> None:
     ls = commands.add_parser("ls", help="list the runs in a folder, one line each")
     ls.add_argument("dir", nargs="?", default=".", metavar="DIR", help="default: the current one")
+    ls.add_argument("-r", "--recursive", action="store_true", help="walk subfolders too")
+    ls.add_argument("--sort", metavar="COLUMN", help="sort by a column; --sort=-COLUMN: descending")
+    ls.add_argument("--columns", metavar="A,B", help="more columns: config.lr,eval.accuracy")
+    ls.add_argument("--json", action="store_true", help="print every column as JSON")
     ls.set_defaults(handler=_ls)
 
 
 def _add_show(commands: Any) -> None:
     show = commands.add_parser("show", help="show a run: start, status, events, spans, artifacts")
     show.add_argument("run", metavar="RUN")
+    show.add_argument("--config", action="store_true", help="list every config key")
+    show.add_argument("--json", action="store_true", help="print what show gathers as JSON")
     show.set_defaults(handler=_show)
 
 
@@ -122,13 +141,15 @@ def _add_compare(commands: Any, name: str, summary: str) -> None:
         sub.add_argument("-o", "--output", required=True, type=Path, metavar="FILE.png")
         sub.set_defaults(handler=_plot)
     else:
+        sub.add_argument("--json", action="store_true", help="print the table as JSON")
         sub.set_defaults(handler=_compare)
 
 
 def _add_which(commands: Any) -> None:
-    which = commands.add_parser("which", help="which run registered this file (by sha256)")
-    which.add_argument("file", type=Path, metavar="FILE")
+    which = commands.add_parser("which", help="which run registered a file or folder (by sha256)")
+    which.add_argument("file", type=Path, metavar="PATH", help="a file or a folder artifact")
     which.add_argument("dir", nargs="?", type=Path, metavar="DIR", help="search logs under it")
+    which.add_argument("--json", action="store_true", help="print the matches as JSON")
     which.set_defaults(handler=_which)
 
 
@@ -146,7 +167,7 @@ def _count(text: str) -> int:
 # --- finding runs ----------------------------------------------------------------------------
 
 
-def _resolve_run(text: str) -> Path:
+def resolve_run(text: str) -> Path:
     """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder."""
     path = Path(text)
     if path.is_file():
@@ -154,18 +175,22 @@ def _resolve_run(text: str) -> Path:
     named = Path(f"{text}{reading.LOG_SUFFIX}")
     if named.is_file():
         return named
+    under_runs = Path(_RUNS_DIR, named)  # where the Quick start writes
+    if not path.is_absolute() and under_runs.is_file():
+        return under_runs
     if path.is_dir():
         msg = f"{text} is a folder; pass one log file or run name (list them: runlines ls {text})"
         raise ReadError(msg, text)
     msg = (
-        f"no run {text!r}: there is no file {text} and no {named} in {Path.cwd()}; pass a log "
+        f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()} or in "
+        f"{_RUNS_DIR}/; pass a log "
         "file, or a run name from the folder that holds its log (list them: runlines ls)"
     )
     raise ReadError(msg, text)
 
 
 def _resolve_source(text: str) -> Path:
-    return Path(text) if Path(text).is_dir() else _resolve_run(text)
+    return Path(text) if Path(text).is_dir() else resolve_run(text)
 
 
 def _rank_logs(path: Path) -> list[reading.LogFile]:
@@ -239,22 +264,77 @@ def _is_numeric(text: str) -> bool:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    logs = reading.find_logs(args.dir)
-    ranks: dict[str, int] = {}
+    logs = _ls_logs(Path(args.dir), recursive=args.recursive)
+    ranks: dict[tuple[Path, str], int] = {}
     for log in logs:
-        ranks[log.run] = ranks.get(log.run, 0) + 1
-    mains = {log.run: log for log in sorted(logs, key=lambda log: -(log.rank or 0))}
-    summaries = [(reading.summarize(log), ranks[run]) for run, log in sorted(mains.items())]
-    rows = [_ls_row(summary, files) for summary, files in summaries if _is_log(summary)]
+        key = (log.path.parent, log.run)
+        ranks[key] = ranks.get(key, 0) + 1
+    mains = [log for log in logs if log.rank is None]
+    labels = reading.run_labels(mains)
+    rows = []
+    for log in mains:
+        # the table's key columns need no full read of a big log; --json shows every column
+        read = summary_of if args.json or args.columns else quick_summary_of
+        summary = read(log, labels.get(log.path))
+        if _is_log(summary):
+            row = summary.row()
+            row["_last_ts"] = summary.last_ts
+            row["_files"] = ranks[(log.path.parent, log.run)]
+            rows.append(row)
+    rows = _sorted_rows(rows, args.sort)
+    if args.json:
+        print(json.dumps([_json_row(r) for r in rows], default=str, allow_nan=False))
+        return 0
+    extra = [c for c in (args.columns or "").split(",") if c]
     header = ["RUN", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "STEP", "METRIC"]
-    print(_table(header, rows))
+    print(_table([*header, *(c.upper() for c in extra)], [_ls_row(r, extra) for r in rows]))
     return 0
+
+
+def _ls_logs(folder: Path, *, recursive: bool) -> list[reading.LogFile]:
+    if not recursive:
+        return reading.find_logs(folder)
+    paths = sorted(p for p in folder.rglob(f"*{reading.LOG_SUFFIX}") if p.is_file())
+    if not paths:
+        return reading.find_logs(folder)  # the error that says there are none
+    return reading.find_logs(*paths)
+
+
+def _sorted_rows(rows: list[dict[str, Any]], key: str | None) -> list[dict[str, Any]]:
+    if not key:
+        return rows
+    column = key.removeprefix("-")
+    if rows and all(column not in row for row in rows):
+        known = sorted({name for row in rows for name in row if not name.startswith("_")})
+        msg = f"no column {column!r} to sort by; columns: {', '.join(known)}"
+        raise ReadError(msg)
+    present = [r for r in rows if r.get(column) is not None]
+    present.sort(key=lambda r: _sort_key(r[column]), reverse=key.startswith("-"))
+    return present + [r for r in rows if r.get(column) is None]
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    return (0, value) if isinstance(value, (int, float)) else (1, str(value))
+
+
+def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Return *row* for JSON: no private keys, datetimes as ISO text, NaN as null."""
+    out = {}
+    for key, value in row.items():
+        if key.startswith("_"):
+            continue
+        if hasattr(value, "isoformat"):
+            value = value.isoformat()
+        elif isinstance(value, float) and not math.isfinite(value):
+            value = None
+        out[key] = value
+    return out
 
 
 def _is_log(summary: reading.RunSummary) -> bool:
     """Return whether *summary* is of a log; warn about a file whose lines are no records."""
-    path = summary.log.path
-    if summary.last is not None or summary.started is not None or path.stat().st_size == 0:
+    path = summary.path
+    if summary.records or path.stat().st_size == 0:
         return True
     warnings.warn(
         f"skipped {path}: none of its lines is a JSON object", RunlinesWarning, stacklevel=2
@@ -262,20 +342,35 @@ def _is_log(summary: reading.RunSummary) -> bool:
     return False
 
 
-def _ls_row(summary: reading.RunSummary, files: int) -> list[str]:
-    name = summary.log.run + (f" ({files} ranks)" if files > 1 else "")
-    status = summary.status
+def _main_metric(row: Mapping[str, Any]) -> str | None:
+    """Return the metric `ls` shows: a `loss` (an eval's first), else the first metric."""
+    metrics = [
+        k for k in row if "." in k and not k.startswith("config.") and not k.endswith(".best")
+    ]
+    losses = [k for k in metrics if k.split(".", 1)[1] == "loss"]
+    lossy = [k for k in metrics if "loss" in k.split(".", 1)[1]]
+    evals = [k for k in losses if not k.startswith("train")]
+    found = evals or losses or lossy or metrics
+    return found[0] if found else None
+
+
+def _ls_row(row: Mapping[str, Any], extra: Sequence[str]) -> list[str]:
+    files = row["_files"]
+    name = str(row["run"]) + (f" ({files} ranks)" if files > 1 else "")
+    status = row["status"]
     if status == "died":
-        status = f"died (last record {_when(summary.last)})"
-    metric = f"{summary.metric}={_value(summary.value)}" if summary.metric else "-"
+        status = f"died (last record {_when(row['_last_ts'])})"
+    metric = _main_metric(row)
+    started = row["started"].timestamp() if row["started"] is not None else None
     return [
         name,
         status,
-        str(summary.attempts),
-        _when(summary.started),
-        _duration(summary.duration_s),
-        _value(summary.step),
-        metric,
+        str(row["attempts"]),
+        _when(started),
+        _duration(row["duration_s"]),
+        _value(row["step"]),
+        f"{metric}={_value(row[metric])}" if metric else "-",
+        *(_value(row.get(column)) for column in extra),
     ]
 
 
@@ -283,21 +378,61 @@ def _ls_row(summary: reading.RunSummary, files: int) -> list[str]:
 
 
 def _show(args: argparse.Namespace) -> int:
-    path = _resolve_run(args.run)
-    details = reading.describe(reading.log_file(path))
+    path = resolve_run(args.run)
+    details = _summaries.describe(reading.log_file(path))
+    ranks = [_summaries.describe(log) for log in _rank_logs(path)]
+    if args.json:
+        print(json.dumps(_show_json(details, ranks), default=str))
+        return 0
     print(_show_header(details))
-    for section in (_config, _events, _spans, _artifacts, _last_values):
+    limit = None if args.config else _CONFIG_KEYS
+    sections = (_attempts, lambda d: _config(d, limit), _events, _spans, _artifacts, _last_values)
+    for section in sections:
         text = section(details)
         if text:
             print()
             print(text)
-    for log in _rank_logs(path):
+    for rank in ranks:
         print()
-        print(_rank_section(reading.describe(log)))
+        print(_rank_section(rank))
     return 0
 
 
-def _show_header(details: reading.RunDetails) -> str:
+def _show_json(details: _summaries.RunDetails, ranks: list[_summaries.RunDetails]) -> Any:
+    def one(d: _summaries.RunDetails) -> dict[str, Any]:
+        return {
+            "run": d.log.run,
+            "path": str(d.log.path),
+            "rank": d.log.rank,
+            "status": d.status,
+            "attempts": d.attempts,
+            "config": d.starts[-1].get("config") if d.starts else None,
+            "counts": {e: n - d.superseded.get(e, 0) for e, n in d.counts.items()},
+            "superseded": d.superseded,
+            "spans": d.spans,
+            "artifacts": d.artifacts,
+            "last": [
+                {"event": e, "field": f, "value": v, "step": s} for (e, f), (v, s) in d.last.items()
+            ],
+        }
+
+    return {**one(details), "ranks": [one(rank) for rank in ranks]}
+
+
+def _attempts(details: _summaries.RunDetails) -> str:
+    if len(details.attempts) < 2 and not any("dropped_by_sink" in a for a in details.attempts):
+        return ""
+    rows = []
+    for attempt in details.attempts:
+        ended = attempt["status"] or "-"
+        if attempt.get("exc_type"):
+            ended += f" ({attempt['exc_type']})"
+        dropped = attempt.get("dropped_by_sink") or attempt.get("dropped")
+        rows.append([str(attempt["attempt"]), _when(attempt["started"]), ended, _value(dropped)])
+    return "attempts\n" + _table(["ATTEMPT", "STARTED", "ENDED", "DROPPED"], rows, "  ")
+
+
+def _show_header(details: _summaries.RunDetails) -> str:
     start = details.starts[-1] if details.starts else {}
     attempts = reading.attempt_count([(0, r) for r in details.starts])
     duration = None
@@ -354,23 +489,36 @@ def _flatten(config: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
     return items
 
 
-def _config(details: reading.RunDetails) -> str:
+def _config(details: _summaries.RunDetails, limit: int | None) -> str:
     config = details.starts[-1].get("config") if details.starts else None
     if not isinstance(config, Mapping) or not config:
         return ""
-    return "config\n" + _table(["KEY", "VALUE"], _pairs(_flatten(config)), "  ")
+    items = _flatten(config)
+    shown = items if limit is None else items[:limit]
+    text = "config\n" + _table(["KEY", "VALUE"], _pairs(shown), "  ")
+    if len(shown) < len(items):
+        more = len(items) - len(shown)
+        text += f"\n  ... {more} more (runlines show --config {details.log.path})"
+    return text
 
 
 def _pairs(items: Iterable[tuple[str, Any]]) -> list[list[str]]:
     return [[key, _value(value)] for key, value in items]
 
 
-def _events(details: reading.RunDetails) -> str:
-    counts = sorted(details.counts.items(), key=lambda item: -item[1])
-    return "events\n" + _table(["EVENT", "COUNT"], [[e, f"{n:,}"] for e, n in counts], "  ")
+def _events(details: _summaries.RunDetails) -> str:
+    """Return the event counts as load() counts them; records a later attempt superseded apart."""
+    gone = details.superseded
+    counts = sorted(
+        ((e, n - gone.get(e, 0)) for e, n in details.counts.items()), key=lambda item: -item[1]
+    )
+    if not any(gone.values()):
+        return "events\n" + _table(["EVENT", "COUNT"], [[e, f"{n:,}"] for e, n in counts], "  ")
+    rows = [[e, f"{n:,}", f"{gone.get(e, 0):,}"] for e, n in counts]
+    return "events\n" + _table(["EVENT", "COUNT", "SUPERSEDED"], rows, "  ")
 
 
-def _spans(details: reading.RunDetails) -> str:
+def _spans(details: _summaries.RunDetails) -> str:
     if not details.spans:
         return ""
     rows = [
@@ -380,7 +528,7 @@ def _spans(details: reading.RunDetails) -> str:
     return "spans\n" + _table(["SPAN", "COUNT", "TOTAL_S", "MEAN_S", "MAX_S"], rows, "  ")
 
 
-def _artifacts(details: reading.RunDetails) -> str:
+def _artifacts(details: _summaries.RunDetails) -> str:
     if not details.artifacts:
         return ""
     rows = [
@@ -407,14 +555,17 @@ def _size(value: Any) -> str:
     return "-"
 
 
-def _last_values(details: reading.RunDetails) -> str:
+def _last_values(details: _summaries.RunDetails) -> str:
     if not details.last:
         return ""
-    rows = [[name, _value(value), _value(step)] for name, (value, step) in details.last.items()]
-    return "last values\n" + _table(["FIELD", "VALUE", "STEP"], rows, "  ")
+    rows = [
+        [event, name, _value(value), _value(step)]
+        for (event, name), (value, step) in details.last.items()
+    ]
+    return "last values\n" + _table(["EVENT", "FIELD", "VALUE", "STEP"], rows, "  ")
 
 
-def _rank_section(details: reading.RunDetails) -> str:
+def _rank_section(details: _summaries.RunDetails) -> str:
     head = f"rank {details.log.rank} ({details.log.path}): {details.status}"
     parts = [head, _events(details), _last_values(details)]
     return "\n".join(part for part in parts if part)
@@ -424,8 +575,13 @@ def _rank_section(details: reading.RunDetails) -> str:
 
 
 def _tail(args: argparse.Namespace) -> int:
-    path = _resolve_run(args.run)
     events = set(args.event) if args.event else None
+    try:
+        path = resolve_run(args.run)
+    except ReadError:
+        if not args.follow or Path(args.run).is_dir():
+            raise
+        return _wait_and_follow(args, events)
     size = path.stat().st_size
     records = reading.last_records(path, args.n, events=events) if args.n else []
     if not records and not args.follow and args.n:  # -n 0 asks for nothing: not an error
@@ -437,6 +593,18 @@ def _tail(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     try:
         follow(path, sys.stdout, events=events, offset=size, poll_s=args.poll, width=width)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def _wait_and_follow(args: argparse.Namespace, events: Collection[str] | None) -> int:
+    """Follow a run that has not started yet from its first record, as `tail -F` does."""
+    text = args.run
+    path = Path(text if text.endswith(reading.LOG_SUFFIX) else f"{text}{reading.LOG_SUFFIX}")
+    print(f"runlines: waiting for {path} to appear (Ctrl-C to stop)", file=sys.stderr)
+    try:
+        follow(path, sys.stdout, events=events, offset=0, poll_s=args.poll)
     except KeyboardInterrupt:
         return 0
     return 0
@@ -497,6 +665,13 @@ def _compare_table(args: argparse.Namespace) -> Any:
 
 def _compare(args: argparse.Namespace) -> int:
     table = _compare_table(args)
+    if args.json:
+        found = [
+            {args.by: _plain(at), **{str(c): _plain(v) for c, v in values.items()}}
+            for at, values in table.iterrows()
+        ]
+        print(json.dumps(found, default=str))
+        return 0
     header = [args.by, *(str(run) for run in table.columns)]
     rows = [
         [_value(_plain(at)), *(_value(_plain(v)) for v in values)]
@@ -529,12 +704,12 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _which(args: argparse.Namespace) -> int:
     target: Path = args.file
-    if not target.is_file():
-        msg = f"no such file: {target}; pass the file whose run you want to find"
+    if not target.is_file() and not target.is_dir():
+        msg = f"no such file or folder: {target}; pass the file whose run you want to find"
         raise ReadError(msg, str(target))
     digest = reading.sha256_of(target)
     logs = _logs_for_which(target, args.dir)
-    matches = reading.find_artifact(digest, logs)
+    matches = _summaries.find_artifact(digest, logs)
     if not matches:
         where = args.dir or f"{target.resolve().parent} and {_WHICH_LEVELS} folders up"
         msg = (
@@ -542,6 +717,13 @@ def _which(args: argparse.Namespace) -> int:
             f"{where}); pass the folder that holds the run logs: runlines which {target} DIR"
         )
         raise ReadError(msg, str(target))
+    if args.json:
+        found = [
+            {"run": m.log.run, "log": str(m.log.path), "attempt": m.attempt, "record": m.record}
+            for m in matches
+        ]
+        print(json.dumps(found, default=str))
+        return 0
     for match in matches:
         print(_which_line(match))
     return 0
@@ -560,7 +742,7 @@ def _logs_for_which(target: Path, folder: Path | None) -> list[reading.LogFile]:
     return [reading.log_file(p) for p in paths if p.is_file()]
 
 
-def _which_line(match: reading.ArtifactMatch) -> str:
+def _which_line(match: _summaries.ArtifactMatch) -> str:
     record = match.record
     parts = [
         f"run {match.log.run}",

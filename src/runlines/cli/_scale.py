@@ -16,7 +16,7 @@ from runlines.errors import RunlinesError
 
 __all__ = ["add_commands"]
 
-_EXAMPLE = "SELECT run, epoch, avg(loss) FROM records GROUP BY ALL ORDER BY ALL"
+_EXAMPLE = "SELECT run, epoch, avg(loss) FROM records WHERE event = 'eval' GROUP BY ALL"
 
 
 def add_commands(subparsers: Any) -> None:
@@ -34,6 +34,7 @@ def add_commands(subparsers: Any) -> None:
     query.add_argument(
         "--superseded", action="store_true", help="keep records a resumed attempt rewound past"
     )
+    query.add_argument("--json", action="store_true", help="print the rows as JSON")
     _set_handler(query, _query)
     export = subparsers.add_parser(
         "export",
@@ -70,7 +71,7 @@ def _query(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
             return
         frame = sql.query(args.sql, *args.sources, superseded=args.superseded)
-        print(_table(frame))
+        print(frame.to_json(orient="records", date_format="iso") if args.json else _table(frame))
 
     return _reporting_errors(run)
 

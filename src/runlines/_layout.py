@@ -1,0 +1,145 @@
+"""The on-disk contract the writer and every reader share: file names, lifecycle events, hashing.
+
+A run named N in folder D writes `D/N.jsonl` (rank R > 0 of a distributed run:
+`D/N.rank<R>.jsonl`), holds `D/N.jsonl.lock` while it is open, and keeps side files in
+`D/N.artifacts/`. Only regular files are ever opened: a FIFO or a device named like a log
+would block a reader forever.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+LOG_SUFFIX: Final = ".jsonl"
+LOCK_SUFFIX: Final = ".lock"
+ARTIFACTS_SUFFIX: Final = ".artifacts"
+RANK_NAME: Final = re.compile(r"^(?P<run>.+)\.rank(?P<rank>\d+)$")
+
+# The events runlines writes itself; every other event is the user's.
+RUN_START: Final = "run_start"
+RUN_END: Final = "run_end"
+SPAN: Final = "span"
+ARTIFACT: Final = "artifact"
+SIGNAL: Final = "signal"
+LIFECYCLE_EVENTS: Final = frozenset({RUN_START, RUN_END, SPAN, ARTIFACT, SIGNAL})
+
+_CHUNK: Final = 1 << 20  # bytes read at a time when hashing a file
+
+
+def log_path(directory: Path, name: str, rank: int | None = None) -> Path:
+    """Return a run's log file: `<name>.jsonl`, or `<name>.rank<R>.jsonl` for rank R > 0."""
+    if not rank:
+        return directory / f"{name}{LOG_SUFFIX}"
+    return directory / f"{name}.rank{rank}{LOG_SUFFIX}"
+
+
+def lock_path(log: str | os.PathLike[str]) -> Path:
+    """Return the lock file a live writer of *log* holds: `<log>.lock`."""
+    from pathlib import Path
+
+    log = Path(log)
+    return log.with_name(log.name + LOCK_SUFFIX)
+
+
+def artifacts_dir(log: Path) -> Path:
+    """Return the folder of a run's side files: `<name>.artifacts` next to its log."""
+    return log.with_suffix(ARTIFACTS_SUFFIX)
+
+
+def run_and_rank(stem: str) -> tuple[str, int | None]:
+    """Return the run name and rank a log's file name without `.jsonl` stands for."""
+    match = RANK_NAME.match(stem)
+    return (stem, None) if match is None else (match["run"], int(match["rank"]))
+
+
+def not_regular_reason(path: str | os.PathLike[str]) -> str | None:
+    """Return what *path* is when it exists but is no regular file (a FIFO...), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # missing or unreadable: opening it says so
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket", stat.S_ISCHR: "a device"}
+    return next((name for test, name in kinds.items() if test(mode)), "a special file")
+
+
+def open_regular(path: str | os.PathLike[str]) -> Any:
+    """Open *path* for reading bytes, refusing anything but a regular file without blocking.
+
+    Raises:
+        OSError: as `open` does; `OSError(EINVAL)` naming the kind for a FIFO, socket or device.
+    """
+    import errno
+
+    # O_NONBLOCK: opening a FIFO with no writer would block; a regular file ignores the flag
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", os.fspath(path))
+        if not stat.S_ISREG(mode):
+            kind = not_regular_reason(path) or "not a regular file"
+            raise OSError(errno.EINVAL, f"{kind}, not a regular file", os.fspath(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def hash_file(path: str | os.PathLike[str], digest: Any) -> int:
+    """Feed the bytes of regular file *path* to *digest*; return their count."""
+    size = 0
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    with open_regular(path) as file:
+        while count := file.readinto(buffer):
+            digest.update(view[:count])
+            size += count
+    return size
+
+
+def hash_path(path: Path) -> tuple[int, str, list[str]]:
+    """Return (bytes, sha256 hex, files left out) of a file, or of a folder's regular files.
+
+    A folder's sha256 is that of a `sha256sum`-style manifest, one "<hex>  <relative path>\\n"
+    per regular file in sorted order (see docs/artifacts.md); FIFOs, sockets and devices in it
+    are left out, and named in the third item.
+    """
+    import hashlib
+
+    if not path.is_dir():
+        digest = hashlib.sha256()
+        return hash_file(path, digest), digest.hexdigest(), []
+    manifest = hashlib.sha256()
+    total = 0
+    left_out: list[str] = []
+    for rel, file in _walk_files(path):
+        if not file.is_file():
+            left_out.append(rel)
+            continue
+        digest = hashlib.sha256()
+        total += hash_file(file, digest)
+        manifest.update(f"{digest.hexdigest()}  {rel}\n".encode("utf-8", "surrogateescape"))
+    return total, manifest.hexdigest(), left_out
+
+
+def _walk_files(folder: Path) -> list[tuple[str, Path]]:
+    # Symlinks to files are followed (a Hugging Face snapshot is made of them); symlinked
+    # folders are not, so a link cycle cannot loop.
+    from pathlib import Path
+
+    files = []
+    for root, _dirs, names in os.walk(folder):
+        for file_name in names:
+            file = Path(root, file_name)
+            files.append((file.relative_to(folder).as_posix(), file))
+    return sorted(files)

@@ -1,0 +1,61 @@
+"""The `runlines diff A B` command: what differs between two runs (text, or --json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from runlines.reading import RunDiff, diff
+
+__all__ = ["add_commands"]
+
+
+def add_commands(subparsers: Any) -> None:
+    """Add `diff` to *subparsers* (from ``parser.add_subparsers()``)."""
+    sub = subparsers.add_parser(
+        "diff", help="what differs between two runs: config, environment, first differing step"
+    )
+    sub.add_argument("a", metavar="A", help="a log file or run name")
+    sub.add_argument("b", metavar="B", help="a log file or run name")
+    sub.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (1e-5)")
+    sub.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (1e-8)")
+    sub.add_argument("--json", action="store_true", help="print the diff as JSON")
+    sub.set_defaults(handler=_diff)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from runlines.cli import resolve_run
+
+    found = diff(resolve_run(args.a), resolve_run(args.b), rtol=args.rtol, atol=args.atol)
+    if args.json:
+        print(json.dumps(found.to_dict(), default=str))
+    else:
+        print(format_diff(found))
+    return 0
+
+
+def format_diff(found: RunDiff) -> str:
+    """Return *found* as text for people: one section per kind of difference."""
+    lines = [f"a: {found.a}", f"b: {found.b}"]
+    config = [f"  changed  {k}: {_v(a)} -> {_v(b)}" for k, (a, b) in found.changed.items()]
+    config += [f"  added    {k}: {_v(v)}" for k, v in sorted(found.added.items())]
+    config += [f"  removed  {k}: {_v(v)}" for k, v in sorted(found.removed.items())]
+    lines += ["", "config", *(config or ["  same"])]
+    env = [f"  {k}: {_v(a)} -> {_v(b)}" for k, (a, b) in found.environment.items()]
+    lines += ["", "environment", *(env or ["  same, as far as both recorded it"])]
+    lines += ["", "metrics"]
+    width = max([0, *(len(f"{m.event}.{m.field}") for m in found.metrics)])
+    for m in found.metrics:
+        name = f"{m.event}.{m.field}".ljust(width)
+        if m.agrees:
+            lines.append(f"  {name}  agree up to step {m.last_shared_step}")
+        else:
+            lines.append(f"  {name}  first differ at step {m.step}: {_v(m.a)} vs {_v(m.b)}")
+    if not found.metrics:
+        lines.append("  no (event, field) logged at the same steps by both")
+    return "\n".join(lines)
+
+
+def _v(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else json.dumps(value, default=str)

@@ -1,0 +1,80 @@
+"""Read logs back: `iter_events` (stdlib), `load`, `compare` and `runs` (pandas), and the engines.
+
+One module per concept: `_files` (which files make up a run), `_lines` (decoding lines,
+following a growing file), `_rules` (attempts, superseded records, event filters: what every
+engine shares), `_arrow` (the pyarrow engine), `_frames` (load, compare), `_summary` (a run's
+table row), `_table` (runs), `_diff` (diff), `_duckdb` (SQL) and `_spark` (Spark).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from runlines.reading._diff import MetricDiff, RunDiff, diff
+from runlines.reading._files import (
+    LOG_SUFFIX,
+    LogFile,
+    find_logs,
+    is_locked,
+    lock_path,
+    log_file,
+    run_labels,
+    sha256_of,
+)
+from runlines.reading._frames import compare, load, numeric_fields
+from runlines.reading._lines import (
+    LogFollower,
+    decode_line,
+    head_record,
+    iter_events,
+    last_records,
+    lines_containing,
+    skipped_lines_message,
+)
+from runlines.reading._rules import AGGREGATIONS
+from runlines.reading._summary import RunSummary, attempt_count, lifecycle, run_status
+from runlines.reading._table import runs
+
+__all__ = [
+    "AGGREGATIONS",
+    "LOG_SUFFIX",
+    "LogFile",
+    "LogFollower",
+    "MetricDiff",
+    "RunDiff",
+    "RunSummary",
+    "attempt_count",
+    "compare",
+    "decode_line",
+    "diff",
+    "find_logs",
+    "head_record",
+    "is_locked",
+    "iter_events",
+    "last_records",
+    "lifecycle",
+    "lines_containing",
+    "load",
+    "lock_path",
+    "log_file",
+    "numeric_fields",
+    "run_labels",
+    "run_status",
+    "runs",
+    "sha256_of",
+    "skipped_lines_message",
+]
+
+# What `ls`, `show` and `which` print moved to the CLI; the names stay importable from here.
+_MOVED = frozenset(
+    {"ArtifactMatch", "RunDetails", "describe", "find_artifact", "last_value", "main_metric",
+     "summarize"}
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        msg = f"module 'runlines.reading' has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module("runlines.cli._summaries"), name)

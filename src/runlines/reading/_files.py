@@ -1,0 +1,128 @@
+"""Which files make up a run: log files, rank files, folders of logs, and the writer's lock."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from runlines._layout import LOG_SUFFIX, hash_path, lock_path, not_regular_reason, run_and_rank
+from runlines.errors import ReadError, RunlinesWarning
+
+__all__ = [
+    "LOG_SUFFIX",
+    "LogFile",
+    "find_logs",
+    "is_locked",
+    "lock_path",
+    "log_file",
+    "run_labels",
+    "sha256_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """One log file: its path, the run it belongs to and, for `<name>.rank<R>.jsonl`, the rank."""
+
+    path: Path
+    run: str
+    rank: int | None = None
+
+
+def log_file(path: str | os.PathLike[str]) -> LogFile:
+    """Return the `LogFile` for *path*, naming its run and rank from the file name."""
+    path = Path(path)
+    stem = path.name[: -len(LOG_SUFFIX)] if path.name.endswith(LOG_SUFFIX) else path.stem
+    run, rank = run_and_rank(stem)
+    return LogFile(path, run, rank)
+
+
+def find_logs(*sources: str | os.PathLike[str]) -> list[LogFile]:
+    """Return the log files of *sources*: each file as given, each directory's `*.jsonl` logs.
+
+    Raises:
+        ReadError: a source that does not exist, or a directory without logs.
+    """
+    if not sources:
+        msg = "no log given; pass a .jsonl log file or a folder of logs"
+        raise ReadError(msg)
+    found: dict[Path, LogFile] = {}
+    for source in sources:
+        for log in _logs_of(Path(source)):
+            found.setdefault(log.path.resolve(), log)
+    return list(found.values())
+
+
+def _logs_of(source: Path) -> list[LogFile]:
+    if source.is_dir():
+        logs = [log_file(p) for p in source.glob(f"*{LOG_SUFFIX}") if _is_log_file(p)]
+        if not logs:
+            msg = (
+                f"{source} has no *{LOG_SUFFIX} logs; pass a log file or the folder that holds them"
+            )
+            raise ReadError(msg, str(source))
+        return sorted(logs, key=lambda log: (log.run, log.rank or 0))
+    if not source.exists():
+        msg = f"no such log: {source}; pass a .jsonl log file or a folder of logs"
+        raise ReadError(msg, str(source))
+    kind = not_regular_reason(source)
+    if kind is not None:
+        msg = f"{source} is {kind}, not a regular file; pass a .jsonl log file or a folder of logs"
+        raise ReadError(msg, str(source))
+    return [log_file(source)]
+
+
+def is_locked(log: str | os.PathLike[str]) -> bool:
+    """Return whether a live process holds *log*'s lock file; never create a lock file."""
+    path = lock_path(log)
+    if not path.exists():
+        return False
+    from filelock import FileLock, Timeout
+
+    probe = FileLock(path, timeout=0)
+    try:
+        probe.acquire()
+    except Timeout:
+        return True
+    except OSError:  # an unreadable lock file: nobody we can see holds it
+        return False
+    probe.release()
+    return False
+
+
+def _is_log_file(path: Path) -> bool:
+    """Return whether *path* in a folder of logs is a regular file; warn about a FIFO or such."""
+    kind = not_regular_reason(path)
+    if kind is not None:
+        msg = f"skipped {path}: it is {kind}, not a regular file; only log files are read"
+        warnings.warn(msg, RunlinesWarning, stacklevel=5)
+    return kind is None and path.is_file()
+
+
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    """Return the hex sha256 of a regular file, or of a folder as artifact records hash it."""
+    return hash_path(Path(path))[1]
+
+
+def run_labels(logs: Sequence[LogFile]) -> dict[Path, str]:
+    """Return a label for each log whose run name another folder's log shares, by its path.
+
+    A run is its log file: `exp1/baseline.jsonl` and `exp2/baseline.jsonl` are two runs,
+    labelled by their path relative to the logs' common folder (`exp1/baseline`,
+    `exp2/baseline`). Logs whose names collide with no other keep their plain names (no label).
+    """
+    folders: dict[str, set[Path]] = {}
+    for log in logs:
+        folders.setdefault(log.run, set()).add(log.path.resolve().parent)
+    colliding = [log for log in logs if len(folders[log.run]) > 1]
+    if not colliding:
+        return {}
+    common = Path(os.path.commonpath([str(log.path.resolve().parent) for log in colliding]))
+    labels = {}
+    for log in colliding:
+        folder = log.path.resolve().parent.relative_to(common)
+        labels[log.path] = (folder / log.run).as_posix()
+    return labels

@@ -1,0 +1,383 @@
+"""Frames: the records of several logs as one DataFrame (`load`), and `compare`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from runlines.errors import FieldError
+from runlines.reading._arrow import (
+    _arrow_kind,
+    _as_floats,
+    _attempts,
+    _Columns,
+    _event_rows,
+    _in_threads,
+    _Layout,
+    _layout,
+    _Numbers,
+    _ParsedLog,
+    _read_log,
+    _values_at,
+)
+from runlines.reading._files import LogFile, find_logs, run_labels
+from runlines.reading._rules import (
+    AGGREGATIONS,
+    FIRST_COLUMNS,
+    Errors,
+    as_attempt,
+    check_errors,
+    did_you_mean,
+    event_names,
+    import_pandas,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pandas as pd
+
+    _Ints = npt.NDArray[np.int64]
+    _Bools = npt.NDArray[np.bool_]
+
+__all__ = ["ELAPSED", "SEPARATOR", "compare", "load", "numeric_fields"]
+
+ELAPSED: Final = "elapsed_s"  # compare(by=...): seconds since each run's first record
+SEPARATOR: Final = " · "  # between a run and an event in a column label: `baseline · eval`
+_TIME_AXES: Final = ("ts", ELAPSED)
+
+
+def _load_duckdb(
+    sources: tuple[str | os.PathLike[str], ...],
+    event: str | Iterable[str] | None,
+    columns: Iterable[str] | None,
+    superseded: bool,
+    errors: str,
+    engine: str,
+) -> pd.DataFrame:
+    """Return load()'s frame read through DuckDB."""
+    if engine != "duckdb":
+        msg = f"engine must be 'pandas' or 'duckdb', got {engine!r}"
+        raise ValueError(msg)
+    if errors == "raise":
+        msg = "engine='duckdb' skips bad lines and cannot raise on them; use engine='pandas'"
+        raise ValueError(msg)
+    from runlines.reading._duckdb import load_duckdb
+
+    return load_duckdb(*sources, event=event, columns=columns, superseded=superseded)
+
+
+def _prefetch_pandas(caller: str) -> None:
+    """Start importing pandas on a thread while the logs are parsed; fail early when absent.
+
+    A first import of pandas takes a third of a second, mostly in Python, while the parse
+    mostly runs in pyarrow's threads without the GIL. numpy and pyarrow, which pandas imports
+    too, are imported here first, so the two threads never wait on the same module.
+    """
+    import importlib.util
+    import threading
+
+    if "pandas" in sys.modules:
+        import_pandas(caller)  # the install hint when numpy or pyarrow is missing
+        return
+    try:
+        needed = ("numpy", "pandas", "pyarrow")
+        missing = not all(importlib.util.find_spec(name) for name in needed)
+    except (ImportError, ValueError):
+        missing = True
+    if missing:
+        import_pandas(caller)  # raises the install hint
+    import numpy  # noqa: F401
+    import pyarrow.compute
+    import pyarrow.json  # noqa: F401
+
+    threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True).start()
+
+
+def load(
+    *sources: str | os.PathLike[str],
+    event: str | Iterable[str] | None = None,
+    columns: Iterable[str] | None = None,
+    superseded: bool = False,
+    errors: Errors = "warn",
+    engine: Literal["pandas", "duckdb"] = "pandas",
+) -> pd.DataFrame:
+    """Return the records of *sources* (log files or folders of logs) as one DataFrame.
+
+    Args:
+        sources: log files, or folders whose ``*.jsonl`` logs (rank files merged) are all read.
+        event: keep only records of this event name (or names), before the frame is built.
+        columns: the fields to keep; ``ts``, ``event`` and ``run`` are always kept.
+        superseded: keep records that a resumed attempt rewound past (dropped by default).
+        errors: ``"warn"`` skips bad lines with one warning per file; ``"raise"`` raises.
+        engine: ``"duckdb"`` reads through DuckDB (``runlines[duckdb]``), out of core; the
+            default pandas reader is faster at every size measured (docs/scale.md).
+
+    Raises:
+        ReadError: a missing or unreadable log, or a bad line with ``errors="raise"``.
+        FieldError: an event name or a column that no record has.
+    """
+    check_errors(errors)
+    if engine != "pandas":
+        return _load_duckdb(sources, event, columns, superseded, errors, engine)
+    names = event_names(event)
+    found = find_logs(*sources)
+    _prefetch_pandas("load()")
+    import numpy as np
+
+    logs = [_read_log(log, errors, names) for log in found]
+    pd = import_pandas("load()")
+    table = _Columns(logs)
+    attempt, rewound = _attempts(table, logs)
+    keep = np.ones(table.num_rows, dtype=bool) if superseded else ~rewound
+    if names is not None:
+        keep &= _event_rows(table, names, {e for log in logs for e in log.skipped})
+    frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, columns))
+    if names is None or columns is not None:
+        return frame
+    empty = [n for n in frame.columns if n not in FIRST_COLUMNS and frame[n].isna().all()]
+    logged = _logged_fields(empty, table, table.matches("event", names))
+    return frame.drop(columns=[n for n in empty if n not in logged])  # other events' fields
+
+
+def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str]:
+    """Return which of *names* a record of the wanted events has, as None, NaN or anything.
+
+    *wanted* is, per output row, whether its event is wanted.
+    """
+    found: set[str] = set()
+    for piece, positions in zip(table.pieces, table.full.positions, strict=True):
+        mine = wanted[positions]
+        for name in names:
+            rows = piece.patches.get(name, ([], []))[0]
+            if mine[rows].any() or mine[piece.nulls.get(name, [])].any():
+                found.add(name)
+    return found
+
+
+def _has_rank(table: _Columns, logs: list[_ParsedLog]) -> bool:
+    return "rank" in table.names or any(p.log.rank is not None for p in logs)
+
+
+def _output_names(
+    table: _Columns, logs: list[_ParsedLog], columns: Iterable[str] | None
+) -> list[str]:
+    derived = ["rank", "attempt"] if _has_rank(table, logs) else ["attempt"]
+    if columns is None:
+        rest = [n for n in table.names if n not in FIRST_COLUMNS and n not in derived]
+        return [*FIRST_COLUMNS, *derived, *rest]
+    wanted = [columns] if isinstance(columns, str) else list(columns)
+    known = set(table.names) | set(derived)
+    unknown = [c for c in wanted if c not in known]
+    if unknown:
+        fields = ", ".join(sorted(known - set(FIRST_COLUMNS)))
+        hint = did_you_mean(unknown[0], known)
+        msg = f"no record has field {unknown[0]!r}{hint}; fields: {fields}"
+        raise FieldError(msg)
+    return [*FIRST_COLUMNS, *dict.fromkeys(c for c in wanted if c not in FIRST_COLUMNS)]
+
+
+def _frame(
+    pd: Any,
+    table: _Columns,
+    logs: list[_ParsedLog],
+    keep: _Bools,
+    attempt: _Ints,
+    names: list[str],
+) -> pd.DataFrame:
+    import numpy as np
+
+    layout = table.full if keep.all() else _layout(logs, keep)
+
+    def built(name: str) -> Any:
+        return table.get(name) if layout is table.full else table.build(name, layout)
+
+    which_log = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])[keep]
+
+    def column(name: str) -> Any:
+        if name == "attempt":
+            derived = attempt[keep]
+            return _own_attempts(built(name), derived) if name in table.names else derived
+        if name == "run":
+            return _run_column(pd, built(name), logs, which_log)
+        if name == "rank":
+            return _rank_column(pd, table, layout, logs, which_log)
+        return _series(pd, built(name), as_float=name == "ts")
+
+    return pd.DataFrame(dict(zip(names, _in_threads(column, names), strict=True)), copy=False)
+
+
+def _own_attempts(own: Any, derived: _Ints) -> Any:
+    """Return the attempt of each row: the record's own `attempt` field where it has one.
+
+    Run writes `attempt` on run_start and run_end only, where it is the attempt; a record that
+    logs a field of that name keeps its value, so nothing is lost, unless it is an int that
+    int64 cannot hold. Where every such value is an
+    integer the column stays int64; otherwise it holds Python objects.
+    """
+    import numpy as np
+
+    if isinstance(own, _Numbers) and own.values.dtype == np.int64:
+        return np.where(own.valid, own.values, derived)
+    if isinstance(own, _Numbers):
+        rows = np.flatnonzero(own.valid & ~np.isnan(own.values.astype(np.float64)))
+    elif isinstance(own, np.ndarray):
+        rows = np.flatnonzero(np.array([v is not None for v in own], dtype=bool))
+    else:
+        rows = np.flatnonzero(own.is_valid().to_numpy(zero_copy_only=False))
+    merged = derived.astype(object)
+    for row, value in zip(rows.tolist(), _values_at(own, rows), strict=True):
+        if isinstance(value, int) and as_attempt(value) is None:
+            continue  # an int no int64 holds (a foreign log): the derived attempt stands
+        merged[row] = value
+    if all(type(v) is int for v in merged):
+        return merged.astype(np.int64)
+    return merged
+
+
+def _series(pd: Any, column: Any, *, as_float: bool = False) -> Any:
+    """Return a column for pandas: int64 and bool, or nullable Int64 and boolean with gaps."""
+    import numpy as np
+    import pyarrow as pa
+
+    if as_float:
+        return _as_floats(column)
+    if isinstance(column, _Numbers):
+        return _numbers_for_pandas(pd, column)
+    if isinstance(column, np.ndarray):
+        return pd.Series(column, dtype=object, copy=False)
+    if column.null_count and _arrow_kind(column.type) in ("int", "bool"):
+        nullable = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
+        return column.to_pandas(types_mapper=nullable.get)
+    return column.to_pandas()
+
+
+def _numbers_for_pandas(pd: Any, column: _Numbers) -> Any:
+    """Return numbers as numpy, or as pandas' nullable Int64 and boolean when some are missing."""
+    import numpy as np
+
+    if column.values.dtype == np.float64 or column.valid.all():
+        return column.values
+    if column.values.dtype == np.bool_:
+        return pd.arrays.BooleanArray(column.values, ~column.valid)
+    return pd.arrays.IntegerArray(column.values, ~column.valid)
+
+
+def _run_column(pd: Any, column: Any, logs: list[_ParsedLog], which: _Ints) -> Any:
+    """Return the `run` column: the record's, else the file name; a label where names collide."""
+    import numpy as np
+
+    labels = run_labels([log.log for log in logs])
+    if not labels and not isinstance(column, (np.ndarray, _Numbers)) and column.null_count == 0:
+        return column.to_pandas()
+    values = np.asarray(_series(pd, column), dtype=object)
+    names = [labels.get(log.log.path, log.log.run) for log in logs]
+    fallback = np.array(names, dtype=object)[which]
+    filled = np.where(pd.isna(values), fallback, values)
+    if labels:
+        labelled = np.array([log.log.path in labels for log in logs], dtype=bool)[which]
+        filled = np.where(labelled, fallback, filled)
+    return pd.Series(filled, dtype=object if pd.__version__ < "3" else "str")
+
+
+def _rank_column(
+    pd: Any, table: _Columns, layout: _Layout, logs: list[_ParsedLog], which: _Ints
+) -> Any:
+    """Return the `rank` column, filled from rank file names (and 0 for their main file)."""
+    import numpy as np
+
+    ranked = {log.log.run for log in logs if log.log.rank is not None}
+    fallback = np.array([_file_rank(log.log, ranked) for log in logs], dtype=np.float64)[which]
+    values = _as_floats(table.build("rank", layout)) if "rank" in table.names else fallback
+    values = np.where(np.isnan(values), fallback, values)
+    with np.errstate(invalid="ignore"):  # a rank no int64 holds (1e300, 2.5) is no rank
+        values[(np.abs(values) >= 2**62) | (values != np.floor(values))] = np.nan
+    if np.isnan(values).any():
+        return pd.array([None if np.isnan(v) else int(v) for v in values], dtype="Int64")
+    return values.astype(np.int64)
+
+
+def _file_rank(log: LogFile, ranked: set[str]) -> float:
+    if log.rank is not None:
+        return float(log.rank)
+    return 0.0 if log.run in ranked else float("nan")
+
+
+# --- compare ---------------------------------------------------------------------------------
+
+
+def numeric_fields(frame: pd.DataFrame) -> list[str]:
+    """Return the names of the numeric fields of *frame*, bookkeeping columns left out."""
+    import pandas as pd
+
+    skip = {"ts", "attempt", "rank", "pid", "dropped", "resume_step", "world_size", "exit_code"}
+    return [
+        name
+        for name in frame.columns
+        if name not in skip
+        and pd.api.types.is_numeric_dtype(frame[name].dtype)
+        and not pd.api.types.is_bool_dtype(frame[name].dtype)
+    ]
+
+
+def _check_numeric(frame: pd.DataFrame, name: str, role: str) -> None:
+    fields = numeric_fields(frame)
+    if name in fields and frame[name].notna().any():
+        return
+    what = "is not numeric" if name in frame.columns else "is in no record"
+    hint = did_you_mean(name, fields)
+    listed = ", ".join(sorted(fields)) or "(none)"
+    msg = f"{role} {name!r} {what}{hint}; numeric fields: {listed}"
+    raise FieldError(msg)
+
+
+def _with_elapsed(frame: pd.DataFrame, names: list[str] | None) -> pd.DataFrame:
+    """Add `elapsed_s` (seconds since each run's first record), then keep events *names*."""
+    frame[ELAPSED] = frame["ts"] - frame.groupby("run", sort=False)["ts"].transform("min")
+    return frame if names is None else frame[frame["event"].isin(names)]
+
+
+def compare(
+    *sources: str | os.PathLike[str],
+    metric: str,
+    by: str = "step",
+    event: str | Iterable[str] | None = None,
+    agg: str = "mean",
+) -> pd.DataFrame:
+    """Return one row per value of *by* and one column per run: *metric* aggregated by *agg*.
+
+    A metric is a field of one event: where the records hold *metric* in several events
+    (train and eval ``loss``), each run has a column per event, labelled ``run · event``;
+    values of different events are never combined. *by* may be any numeric field, ``ts``,
+    or ``elapsed_s``: seconds since the run's first record.
+
+    Raises:
+        FieldError: *metric* or *by* is not a numeric field of any record.
+        ValueError: an unknown *agg*.
+    """
+    if agg not in AGGREGATIONS:
+        msg = f"agg must be one of {', '.join(AGGREGATIONS)}, got {agg!r}"
+        raise ValueError(msg)
+    if metric == by:
+        msg = f"metric and by are both {by!r}; compare a metric by another field, e.g. step"
+        raise FieldError(msg)
+    pd = import_pandas("compare()")
+    frame = load(*sources, event=event)
+    if by == ELAPSED and by not in frame.columns:
+        frame = _with_elapsed(load(*sources), event_names(event))
+    _check_numeric(frame, metric, "metric")
+    if by not in _TIME_AXES:
+        _check_numeric(frame, by, "by")
+    rows = frame[frame[metric].notna() & frame[by].notna()]
+    events = [e for e in pd.unique(rows["event"]) if isinstance(e, str)]
+    key = rows["run"]
+    if len(events) > 1:  # the same field in several events: a column per run and event
+        key = rows["run"].astype(str) + SEPARATOR + rows["event"].astype(str)
+    rows = rows.assign(__column=key)
+    table = rows.pivot_table(index=by, columns="__column", values=metric, aggfunc=agg, sort=True)
+    columns = [c for c in pd.unique(rows["__column"]) if c in table.columns]
+    table = table.reindex(columns=columns)
+    table.columns.name = "run"
+    return table

@@ -1,0 +1,122 @@
+"""The rules every reader shares: attempts, superseded records, event filters, first columns.
+
+Attempts: each `run_start` begins an attempt, numbered by its `attempt` field (else one more
+than the one before). Superseded records: within one log, a record of an earlier attempt is
+superseded when a later attempt rewrote its (event, step): by default every reader keeps the
+later attempt's record only. A later attempt's `resume_step` also supersedes every earlier
+record past that step. `superseded=True` keeps them all.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Literal, TypeGuard
+
+Errors = Literal["warn", "raise"]
+FIRST_COLUMNS: Final = ("ts", "event", "run")
+AGGREGATIONS: Final = ("mean", "median", "min", "max", "first", "last", "sum", "count", "std")
+INT64_MIN: Final = -(2**63)
+INT64_MAX: Final = 2**63 - 1
+HINT: Final = "the run may have crashed mid-write"
+# Numeric fields that say how a run went, not what it learned: never listed as metrics.
+BOOKKEEPING: Final = frozenset(
+    {"ts", "step", "epoch", "attempt", "rank", "pid", "world_size", "resume_step", "dropped",
+     "duration_s", "bytes", "exit_code", "count", "n", "_nonfinite", "size_bytes"}
+)  # fmt: skip
+# Where a field's name says which way is better (the field vocabulary's metrics).
+_LOWER: Final = ("loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse")
+_HIGHER: Final = ("accuracy", "acc", "precision", "recall", "f1", "auc", "bleu", "rouge", "map")
+
+
+def check_errors(errors: str) -> None:
+    """Raise for an *errors* option other than 'warn' and 'raise'."""
+    if errors not in ("warn", "raise"):
+        msg = f"errors must be 'warn' or 'raise', got {errors!r}"
+        raise ValueError(msg)
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """Return ` (did you mean 'x'?)` for the choice closest to *name*, or ''."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """Return whether *value* is an int or a float, not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def to_float(value: Any) -> float:
+    """Return a number as a float (an int beyond any float as an infinity), else NaN."""
+    if not is_number(value):
+        return math.nan
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def as_attempt(value: Any) -> int | None:
+    """Return *value* as an attempt number when it is an int that int64 holds, else None."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
+    return value if ok else None
+
+
+def attempt_numbers(values: Sequence[Any]) -> list[int]:
+    """Return each run_start's attempt: its `attempt` field, else one more than the one before.
+
+    An `attempt` that is not an int64 (a foreign or corrupted log) counts as missing.
+    """
+    numbers: list[int] = []
+    for value in values:
+        own = as_attempt(value)
+        numbers.append(own if own is not None else (numbers[-1] + 1 if numbers else 1))
+    return numbers
+
+
+def step_cutoffs(resumes: Sequence[Any]) -> list[float]:
+    """Return the step limit of the records after the k-th run_start (k = 0: before the first).
+
+    A record is superseded when its step exceeds the smallest resume_step of a later attempt;
+    a missing (None or NaN) resume_step limits nothing.
+    """
+    limits = [float("inf")]
+    for value in reversed(resumes):
+        number = is_number(value) and not (isinstance(value, float) and math.isnan(value))
+        limits.append(min(limits[-1], float(value)) if number else limits[-1])
+    return limits[::-1]
+
+
+def event_names(event: str | Iterable[str] | None) -> list[str] | None:
+    """Return the event filter as a list of names, or None for every event."""
+    if event is None:
+        return None
+    names = [event] if isinstance(event, str) else list(event)
+    if not names or not all(isinstance(n, str) for n in names):
+        msg = f"event must be an event name or a list of names, got {event!r}"
+        raise TypeError(msg)
+    return names
+
+
+def direction(field: str) -> Literal["min", "max"] | None:
+    """Return 'min' when lower values of *field* are better, 'max' when higher, else None."""
+    words = field.lower().replace("-", "_").split("_")
+    if any(w in _LOWER for w in words):
+        return "min"
+    if any(w in _HIGHER for w in words):
+        return "max"
+    return None
+
+
+def import_pandas(caller: str) -> Any:
+    """Return pandas, or raise ImportError with the install line when pandas or pyarrow lack."""
+    try:
+        import numpy  # noqa: F401
+        import pandas as pd
+        import pyarrow  # noqa: F401 - the fast reader needs it
+    except ImportError as err:
+        msg = f"{caller} needs pandas and pyarrow: pip install 'runlines[pandas]'"
+        raise ImportError(msg) from err
+    return pd

@@ -1,0 +1,258 @@
+"""A run's table row (`runs()`, `ls`, the dashboard), built incrementally from its records.
+
+A metric is a field of one event: a row holds `<event>.<field>` (its last value) and, where
+the field's name says which way is better, `<event>.<field>.best`. Bookkeeping fields (step,
+the sampler's `n`, `_nonfinite`, lifecycle fields) are not metrics.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import statistics
+import time
+from array import array
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from runlines._layout import LIFECYCLE_EVENTS, RUN_END, RUN_START
+from runlines.reading._files import is_locked
+from runlines.reading._lines import lines_containing, records_of
+from runlines.reading._rules import BOOKKEEPING, as_attempt, direction, is_number, to_float
+
+__all__ = ["RunSummary", "attempt_count", "is_stalled", "lifecycle", "run_status"]
+
+STALL_MIN_S: Final = 60.0
+STALL_GAPS: Final = 10.0
+_NUMBER_TYPES: Final = (int, float)  # exact types: a bool is no metric
+_RECENT: Final = 32  # the gaps between this many last records set a run's pace
+
+
+def is_stalled(last_ts: float | None, gaps: list[float], now: float) -> bool:
+    """Return whether a live run is stalled: nothing written for longer than its pace allows.
+
+    The limit is max(60 s, 10 x the median gap between its recent records): a run that logs
+    every second stalls after a minute of silence, one that logs every ten minutes after 100.
+    """
+    if last_ts is None:
+        return False
+    pace = statistics.median(gaps) if gaps else 0.0
+    return now - last_ts > max(STALL_MIN_S, STALL_GAPS * pace)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return nested *config* as one level with dotted keys: ``{"optim.lr": 0.1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+class _Best:
+    """The best value of one metric so far, by step, undone past a rewinding attempt's step.
+
+    Holds the steps where a new best was reached and those bests: a later attempt that starts
+    writing the metric at step s drops the entries from s on (its records replace them).
+    """
+
+    __slots__ = ("bests", "lower", "steps")
+
+    def __init__(self, lower: bool) -> None:
+        self.lower = lower
+        self.steps = array("d")
+        self.bests = array("d")
+
+    def add(self, step: float, value: float) -> None:
+        if math.isnan(value):
+            return
+        if self.bests:
+            best = self.bests[-1]
+            if (value >= best) if self.lower else (value <= best):
+                return
+        self.steps.append(step)
+        self.bests.append(value)
+
+    def rewind(self, step: float) -> None:
+        while self.steps and self.steps[-1] >= step:
+            self.steps.pop()
+            self.bests.pop()
+
+    @property
+    def value(self) -> float | None:
+        return self.bests[-1] if self.bests else None
+
+
+class RunSummary:
+    """One run's table row, built incrementally from its records in file order."""
+
+    def __init__(self, path: str | os.PathLike[str], *, label: str | None = None) -> None:
+        self.path = Path(path)
+        self.label = label
+        self.run: str | None = None
+        self.attempts = 0
+        self.ended: Any = None  # the run_end status of the last attempt, None while none
+        self.started: float | None = None
+        self.last_ts: float | None = None
+        self.step: Any = None
+        self.config: dict[str, Any] = {}
+        self.last: dict[str, Any] = {}
+        self.records = 0
+        self._active_s = 0.0  # the durations of the attempts before the current one
+        self._attempt_ts: float | None = None  # the first ts of the current attempt
+        self._best: dict[str, _Best] = {}
+        self._metrics: dict[tuple[str, str], tuple[str, _Best | None]] = {}
+        self._fresh: set[str] = set()  # metrics the current attempt has written
+        self._gaps: deque[float] = deque(maxlen=_RECENT)
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        """Count *record* (one decoded record, as iter_events yields it) in."""
+        self.records += 1
+        ts = record.get("ts")
+        event = record.get("event")
+        if event == RUN_START:
+            self._start(record)
+        at = ts if type(ts) is float else to_float(ts)  # the common case first: a float
+        if math.isfinite(at):
+            self._tick(at)
+        if self.run is None and isinstance(record.get("run"), str):
+            self.run = record["run"]
+        if event == RUN_END:
+            status = record.get("status")
+            self.ended = status if isinstance(status, str) and status else "ok"
+        elif isinstance(event, str) and event not in LIFECYCLE_EVENTS:
+            self._values(event, record)
+
+    def _tick(self, ts: float) -> None:
+        if self.started is None:
+            self.started = ts
+        if self._attempt_ts is None:  # an attempt's first record: no gap to the one before
+            self._attempt_ts = ts
+        elif self.last_ts is not None and ts >= self.last_ts:
+            self._gaps.append(ts - self.last_ts)
+        self.last_ts = ts
+
+    def _start(self, record: Mapping[str, Any]) -> None:
+        if self._attempt_ts is not None and self.last_ts is not None:
+            self._active_s += max(0.0, self.last_ts - self._attempt_ts)
+        self._attempt_ts = None
+        own = as_attempt(record.get("attempt"))
+        self.attempts = max(self.attempts + 1, own or 0)
+        self.ended = None
+        self._fresh = set()
+        self._gaps.clear()
+        config = record.get("config")
+        if isinstance(config, Mapping):  # an attempt without a config keeps the one before
+            self.config = flatten(config)
+        resume = record.get("resume_step")
+        if is_number(resume):
+            for best in self._best.values():
+                best.rewind(to_float(resume) + 0.5)
+
+    def _values(self, event: str, record: Mapping[str, Any]) -> None:
+        step = record.get("step")
+        at = math.inf
+        if type(step) in _NUMBER_TYPES:
+            self.step = step
+            at = to_float(step)
+        metrics, last, fresh = self._metrics, self.last, self._fresh
+        for field, value in record.items():
+            if type(value) not in _NUMBER_TYPES:
+                continue
+            metric = metrics.get((event, field))
+            if metric is None:
+                metric = metrics[(event, field)] = self._metric(event, field)
+            key, best = metric
+            if not key:
+                continue
+            last[key] = value
+            if best is None:
+                continue
+            if key not in fresh:
+                fresh.add(key)
+                if self.attempts > 1 and math.isfinite(at):
+                    best.rewind(at)  # this attempt's records replace the earlier ones from here
+            best.add(at, to_float(value))
+
+    def _metric(self, event: str, field: str) -> tuple[str, _Best | None]:
+        """Return the column of (event, field) and its best tracker; '' for no metric."""
+        if field in BOOKKEEPING or field in ("event", "run"):
+            return "", None
+        key = f"{event}.{field}"
+        way = direction(field)
+        best = None if way is None else self._best.setdefault(key, _Best(lower=way == "min"))
+        return key, best
+
+    def status(self, *, alive: bool | None = None, now: float | None = None) -> str:
+        """Return running, stalled, died, or how the last attempt ended (ok, failed, ...)."""
+        if self.ended is not None:
+            return str(self.ended)
+        if alive is None:
+            alive = is_locked(self.path)
+        if not alive:
+            return "died"
+        now = time.time() if now is None else now
+        return "stalled" if is_stalled(self.last_ts, list(self._gaps), now) else "running"
+
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds the attempts ran, the gaps between attempts left out."""
+        if self._attempt_ts is None or self.last_ts is None:
+            return None
+        return self._active_s + max(0.0, self.last_ts - self._attempt_ts)
+
+    def row(self, *, alive: bool | None = None, now: float | None = None) -> dict[str, Any]:
+        """Return the run's `runs()` row: run, path, status, attempts, started, ... metrics."""
+        started = None
+        if self.started is not None:
+            try:
+                started = _dt.datetime.fromtimestamp(self.started, _dt.timezone.utc)
+            except (OverflowError, OSError, ValueError):  # a ts no calendar holds
+                started = None
+        row: dict[str, Any] = {
+            "run": self.label or self.run or _stem(self.path),
+            "path": str(self.path),
+            "status": self.status(alive=alive, now=now),
+            "attempts": self.attempts,
+            "started": started,
+            "duration_s": self.duration_s,
+            "step": self.step,
+        }
+        row.update((f"config.{key}", value) for key, value in self.config.items())
+        for key, value in self.last.items():
+            row[key] = value
+            if key in self._best:
+                row[f"{key}.best"] = self._best[key].value
+        return row
+
+
+def _stem(path: Path) -> str:
+    return path.name.removesuffix(".jsonl")
+
+
+def lifecycle(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, Any]]]:
+    """Return ``(offset, record)`` for the run_start and run_end records of *path*."""
+    lines = lines_containing(path, (b'"run_start"', b'"run_end"'))
+    return [(at, r) for at, r in records_of(lines) if r.get("event") in (RUN_START, RUN_END)]
+
+
+def run_status(path: str | os.PathLike[str], marks: list[tuple[int, dict[str, Any]]]) -> str:
+    """Return how the last attempt of *path* ended, or running/died when it has no run_end."""
+    starts = [at for at, r in marks if r.get("event") == RUN_START]
+    ends = [(at, r) for at, r in marks if r.get("event") == RUN_END]
+    if ends and (not starts or ends[-1][0] > starts[-1]):
+        status = ends[-1][1].get("status")
+        return status if isinstance(status, str) and status else "ok"
+    return "running" if is_locked(path) else "died"
+
+
+def attempt_count(marks: list[tuple[int, dict[str, Any]]]) -> int:
+    """Return the number of attempts: the highest run_start `attempt`, or their count."""
+    numbers = [r.get("attempt") for _, r in marks if r.get("event") == RUN_START]
+    ints = [n for n in map(as_attempt, numbers) if n is not None]
+    return max([len(numbers), *ints]) if numbers else 1

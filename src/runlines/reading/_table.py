@@ -1,0 +1,97 @@
+"""The run table: `runs(*sources)`, one row per run, the table users compare a sweep with."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Final
+
+from runlines.reading._files import LogFile, find_logs, run_labels
+from runlines.reading._lines import decode_line, iter_events, lines_containing, open_log
+from runlines.reading._rules import import_pandas
+from runlines.reading._summary import RunSummary
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["quick_summary_of", "runs", "summaries", "summary_of"]
+
+KEY_COLUMNS: Final = ("run", "path", "status", "attempts", "started", "duration_s", "step")
+QUICK_BYTES: Final = 8 << 20  # `ls` reads a bigger log's lifecycle lines and last MiB only
+_TAIL_BYTES: Final = 1 << 20
+
+
+def summaries(*sources: str | os.PathLike[str]) -> list[RunSummary]:
+    """Return a `RunSummary` of each run of *sources* (rank files belong to their main log)."""
+    logs = [log for log in find_logs(*sources) if log.rank is None]
+    labels = run_labels(logs)
+    found = []
+    for log in logs:
+        found.append(summary_of(log, labels.get(log.path)))
+    return found
+
+
+def summary_of(log: LogFile, label: str | None = None) -> RunSummary:
+    """Return the `RunSummary` of *log*, reading every record once."""
+    summary = RunSummary(log.path, label=label)
+    for record in iter_events(log.path):
+        summary.add(record)
+    return summary
+
+
+def quick_summary_of(log: LogFile, label: str | None = None) -> RunSummary:
+    """Return the `RunSummary` of *log*, from its lifecycle lines and last MiB when it is big.
+
+    Status, attempts, start and step are exact; the metrics are those of the last MiB (their
+    bests over it only), and an attempt that died without run_end counts no duration. Logs up
+    to 8 MiB are read whole (`summary_of`).
+    """
+    try:
+        size = log.path.stat().st_size
+    except OSError:
+        size = 0
+    if size <= QUICK_BYTES:
+        return summary_of(log, label)
+    found = dict(lines_containing(log.path, (b'"run_start"', b'"run_end"')))
+    with open_log(log.path) as stream:
+        start = stream.seek(max(0, size - _TAIL_BYTES))
+        block = stream.read()
+    first = block.find(b"\n") + 1 if start else 0  # the first line may start before the block
+    offset = start + first
+    for raw in block[first:].split(b"\n"):
+        found.setdefault(offset, raw)
+        offset += len(raw) + 1
+    summary = RunSummary(log.path, label=label)
+    for _, raw in sorted(found.items()):
+        try:
+            record = decode_line(raw)
+        except ValueError:
+            continue  # a torn line; the full readers warn about it
+        summary.add(record)
+    return summary
+
+
+def runs(*sources: str | os.PathLike[str]) -> pd.DataFrame:
+    """Return one row per run of *sources* (log files or folders of logs).
+
+    Columns: `run`, `path`, `status` (ok, failed, interrupted, terminated, running, stalled,
+    died), `attempts`, `started` (UTC), `duration_s` (the attempts' time, gaps left out), the
+    last `step`; each config key as `config.<key>` (nested keys dotted); for each numeric
+    field of each event its last value as `<event>.<field>`, and where the field's name says
+    which way is better (loss: lower; accuracy: higher) its best as `<event>.<field>.best`.
+
+    Raises:
+        ReadError: a source that does not exist, or a folder without logs.
+    """
+    pd = import_pandas("runs()")
+    rows = [summary.row() for summary in summaries(*sources)]
+    frame = pd.DataFrame(rows, columns=_columns(rows))
+    frame["started"] = pd.to_datetime(frame["started"], utc=True)
+    return frame
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Return the key columns, then the config keys, then the metrics, in first-seen order."""
+    seen = dict.fromkeys(name for row in rows for name in row)
+    config = [name for name in seen if name.startswith("config.")]
+    metrics = [name for name in seen if name not in KEY_COLUMNS and name not in config]
+    return [*KEY_COLUMNS, *config, *metrics]

@@ -1,0 +1,83 @@
+"""runlines.diff and `runlines diff`: config, environment, and the first step where runs part."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import runlines
+from _logs import T0, line, write
+from runlines.cli import main
+
+
+def _run(path: Path, *, part_at: int | None, **start: object) -> Path:
+    records = [line("run_start", run=path.stem, attempt=1, config={"optim": {"lr": 0.1}}, **start)]
+    for step in range(1, 51):
+        drift = 0.01 if part_at is not None and step >= part_at else 0.0
+        loss = 1 / step + drift
+        records.append(line("train_step", run=path.stem, ts=T0 + step, step=step, loss=loss))
+    records.append(line("eval", run=path.stem, ts=T0 + 60, step=50, accuracy=0.5))
+    return write(path, *records)
+
+
+@pytest.fixture(name="pair")
+def _pair(tmp_path: Path) -> tuple[Path, Path]:
+    env_a = {"git_commit": "aaa", "python": "3.11.7", "env": {"packages": {"torch": "2.4"}}}
+    env_b = {"git_commit": "bbb", "python": "3.11.7", "env": {"packages": {"torch": "2.5"}}}
+    a = _run(tmp_path / "a.jsonl", part_at=None, **env_a)
+    b = _run(tmp_path / "b.jsonl", part_at=41, **env_b)
+    return a, b
+
+
+def test_diff_of_runs_that_agree_up_to_step_40_reports_step_41(pair: tuple[Path, Path]) -> None:
+    found = runlines.diff(*pair)
+
+    loss = next(m for m in found.metrics if (m.event, m.field) == ("train_step", "loss"))
+    assert loss.step == 41
+    assert loss.a == pytest.approx(1 / 41)
+    assert loss.b == pytest.approx(1 / 41 + 0.01)
+    accuracy = next(m for m in found.metrics if m.field == "accuracy")
+    assert accuracy.agrees
+    assert accuracy.last_shared_step == 50
+
+
+def test_diff_reports_the_environment_both_recorded(pair: tuple[Path, Path]) -> None:
+    found = runlines.diff(*pair)
+
+    assert found.environment == {
+        "env.packages.torch": ("2.4", "2.5"),
+        "git_commit": ("aaa", "bbb"),
+    }
+    assert found.changed == {}
+
+
+def test_diff_reports_config_added_removed_changed(tmp_path: Path) -> None:
+    a = write(tmp_path / "a.jsonl", line("run_start", config={"lr": 0.1, "old": 1, "same": 2}))
+    b = write(tmp_path / "b.jsonl", line("run_start", config={"lr": 0.2, "new": 3, "same": 2}))
+
+    found = runlines.diff(a, b)
+
+    assert found.added == {"new": 3}
+    assert found.removed == {"old": 1}
+    assert found.changed == {"lr": (0.1, 0.2)}
+
+
+def test_a_tolerance_hides_small_differences(pair: tuple[Path, Path]) -> None:
+    found = runlines.diff(*pair, atol=0.02)
+
+    assert all(m.agrees for m in found.metrics)
+
+
+def test_cli_diff_text_and_json(
+    pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diff", str(pair[0]), str(pair[1])]) == 0
+    text = capsys.readouterr().out
+    assert main(["diff", "--json", str(pair[0]), str(pair[1])]) == 0
+    data = json.loads(capsys.readouterr().out)
+
+    assert "train_step.loss  first differ at step 41" in text
+    assert 'git_commit: "aaa" -> "bbb"' in text
+    assert {m["field"]: m["step"] for m in data["metrics"]} == {"loss": 41, "accuracy": None}

@@ -1,0 +1,65 @@
+"""The read side's layout: one module per concept, no import cycles, nothing of the writer."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import runlines.reading
+
+SRC = Path(runlines.reading.__file__).resolve().parents[1]
+WRITE_SIDE = {"run", "sinks", "sampling", "artifacts", "capture", "_lifecycle", "spans"}
+
+
+def _imports(path: Path) -> set[str]:
+    """Return the runlines modules *path* imports, at the top or inside functions."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("runlines"):
+            found.add(node.module)
+            if node.module == "runlines":
+                found.update(f"runlines.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("runlines"))
+    return found
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _read_side() -> dict[str, set[str]]:
+    files = [*(SRC / "reading").glob("*.py"), *(SRC / "cli").glob("*.py"), SRC / "_layout.py"]
+    files += [SRC / "sql.py", SRC / "spark.py", SRC / "plotting.py"]
+    return {_module(f): _imports(f) for f in files}
+
+
+def test_the_read_side_imports_nothing_of_the_write_side() -> None:
+    graph = _read_side()
+
+    used = {m.split(".")[1] for deps in graph.values() for m in deps if m.count(".") >= 1}
+
+    assert used & WRITE_SIDE == set()
+
+
+def test_the_reading_modules_import_each_other_without_a_cycle() -> None:
+    graph = {
+        m: {d for d in deps if d.startswith("runlines.reading.")}
+        for m, deps in _read_side().items()
+    }
+    graph = {m: deps for m, deps in graph.items() if m.startswith("runlines.reading.")}
+    done: set[str] = set()
+
+    def visit(module: str, path: tuple[str, ...]) -> None:
+        assert module not in path, " -> ".join((*path, module))
+        if module in done:
+            return
+        for dep in graph.get(module, ()):
+            visit(dep, (*path, module))
+        done.add(module)
+
+    for module in graph:
+        visit(module, ())
+
+    assert "runlines.reading._arrow" in done

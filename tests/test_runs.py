@@ -1,0 +1,146 @@
+"""runlines.runs() and RunSummary: one row per run, a metric is a field of one event."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import runlines
+from _logs import T0, line, write
+from runlines.reading import RunSummary
+from runlines.reading._summary import is_stalled
+
+
+def _sweep(folder: Path) -> Path:
+    for i, lr in enumerate((0.1, 0.01, 0.001)):
+        with runlines.Run(
+            f"lr{lr}", folder, config={"optim": {"lr": lr}, "seed": i}, stdout=False
+        ) as run:
+            for step in range(3):
+                run.log("train_step", step=step, loss=1.0 - 0.1 * step, n=4)
+            run.log("eval", step=2, loss=0.5 + lr, accuracy=0.9 - lr)
+    return folder
+
+
+def test_runs_of_a_sweep_shows_config_and_eval_accuracy_per_run(tmp_path: Path) -> None:
+    table = runlines.runs(_sweep(tmp_path)).set_index("run")
+
+    assert sorted(table.index) == ["lr0.001", "lr0.01", "lr0.1"]
+    assert table.loc["lr0.01", "config.optim.lr"] == 0.01
+    assert table.loc["lr0.1", "eval.accuracy"] == pytest.approx(0.8)
+    assert table.loc["lr0.1", "eval.accuracy.best"] == pytest.approx(0.8)
+    assert (table["status"] == "ok").all()
+    assert isinstance(table["started"].dtype, pd.DatetimeTZDtype)
+
+
+def test_train_and_eval_loss_stay_apart_and_bookkeeping_is_no_metric(tmp_path: Path) -> None:
+    table = runlines.runs(_sweep(tmp_path)).set_index("run")
+
+    assert table.loc["lr0.1", "train_step.loss"] == pytest.approx(0.8)
+    assert table.loc["lr0.1", "train_step.loss.best"] == pytest.approx(0.8)
+    assert table.loc["lr0.1", "eval.loss"] == pytest.approx(0.6)
+    assert "loss" not in table.columns
+    assert "train_step.n" not in table.columns
+    assert "train_step.step" not in table.columns
+
+
+def test_same_names_in_two_folders_are_two_rows(tmp_path: Path) -> None:
+    for folder, loss in (("exp1", 0.1), ("exp2", 0.2)):
+        write(tmp_path / folder / "baseline.jsonl", line("eval", run="baseline", step=1, loss=loss))
+
+    table = runlines.runs(tmp_path / "exp1", tmp_path / "exp2").set_index("run")
+
+    assert table.loc["exp1/baseline", "eval.loss"] == 0.1
+    assert table.loc["exp2/baseline", "eval.loss"] == 0.2
+
+
+class TestRunSummary:
+    def test_row_has_exactly_the_keys_of_a_runs_row(self, tmp_path: Path) -> None:
+        path = _sweep(tmp_path) / "lr0.1.jsonl"
+        summary = RunSummary(path)
+        for record in runlines.iter_events(path):
+            summary.add(record)
+
+        row = summary.row(alive=False)
+
+        assert list(row) == list(runlines.runs(path).columns)
+        assert row["run"] == "lr0.1"
+        assert row["step"] == 2
+
+    def test_attempts_and_duration_leave_the_gap_between_attempts_out(self) -> None:
+        summary = RunSummary("r.jsonl")
+        for record in (
+            {"ts": T0, "event": "run_start", "attempt": 1},
+            {"ts": T0 + 10, "event": "train", "step": 1, "loss": 0.5},
+            {"ts": T0 + 11, "event": "run_end", "status": "failed"},
+            {"ts": T0 + 1000, "event": "run_start", "attempt": 2, "resume_step": 0},
+            {"ts": T0 + 1005, "event": "train", "step": 1, "loss": 0.7},
+            {"ts": T0 + 1006, "event": "run_end", "status": "ok"},
+        ):
+            summary.add(record)
+
+        row = summary.row(alive=False)
+
+        assert row["attempts"] == 2
+        assert row["duration_s"] == pytest.approx(11 + 6)
+        assert row["status"] == "ok"
+        assert row["train.loss"] == 0.7
+        assert row["train.loss.best"] == 0.7  # attempt 2 rewrote step 1: 0.5 is superseded
+
+    def test_best_keeps_what_a_rewinding_attempt_did_not_rewrite(self) -> None:
+        summary = RunSummary("r.jsonl")
+        records = [{"ts": T0, "event": "run_start", "attempt": 1}]
+        records += [{"ts": T0 + s, "event": "eval", "step": s, "loss": 1.0 / s} for s in (1, 2, 3)]
+        records += [{"ts": T0 + 9, "event": "run_start", "attempt": 2, "resume_step": 1}]
+        records += [{"ts": T0 + 10, "event": "eval", "step": 2, "loss": 0.9}]
+        for record in records:
+            summary.add(record)
+
+        row = summary.row(alive=False)
+
+        assert row["eval.loss.best"] == 0.9  # steps 2 and 3 of attempt 1 were rewound
+        assert row["status"] == "died"
+
+    @pytest.mark.parametrize(
+        ("now", "status"), [(T0 + 30 + 59, "running"), (T0 + 30 + 61, "stalled")]
+    )
+    def test_a_live_run_stalls_after_a_minute_of_silence(self, now: float, status: str) -> None:
+        summary = RunSummary("r.jsonl")
+        for second in range(31):
+            summary.add({"ts": T0 + second, "event": "train", "step": second, "loss": 1.0})
+
+        assert summary.row(alive=True, now=now)["status"] == status
+
+
+def test_a_slow_run_stalls_after_ten_of_its_gaps() -> None:
+    gaps = [600.0] * 10
+
+    assert not is_stalled(0.0, gaps, now=5_999.0)
+    assert is_stalled(0.0, gaps, now=6_001.0)
+
+
+def test_the_quick_summary_of_a_big_log_has_the_same_key_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runlines.reading import _table
+
+    records = [line("run_start", run="big", attempt=1, config={"lr": 0.1})]
+    records += [line("train", run="big", ts=T0 + s, step=s, loss=1 / (s + 1)) for s in range(500)]
+    records += [line("run_end", run="big", ts=T0 + 501, status="failed")]
+    records += [line("run_start", run="big", ts=T0 + 900, attempt=2, resume_step=400)]
+    records += [
+        line("train", run="big", ts=T0 + 901 + s, step=400 + s, loss=0.5) for s in range(300)
+    ]
+    log = write(tmp_path / "big.jsonl", *records)
+    monkeypatch.setattr(_table, "QUICK_BYTES", 1_000)
+    monkeypatch.setattr(_table, "_TAIL_BYTES", 2_000)
+
+    quick = _table.quick_summary_of(runlines.reading.log_file(log)).row(alive=False)
+    full = _table.summary_of(runlines.reading.log_file(log)).row(alive=False)
+
+    keys = ["run", "status", "attempts", "started", "duration_s", "step", "config.lr", "train.loss"]
+    assert {k: quick[k] for k in keys} == {k: full[k] for k in keys}
+    assert quick["attempts"] == 2
+    assert quick["duration_s"] == pytest.approx(501 + 300)  # the gap between attempts left out
