@@ -84,6 +84,11 @@ class Run:
         redact: bool | Redactor = True,
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
         capture_level: int | str = "WARNING",
+        system: float | bool = 10.0,
+        stall_after: float | None = None,
+        on_nonfinite: Literal["warn", "raise", "ignore"] = "warn",
+        console_every: float | None = None,
+        console_events: Iterable[str] | None = None,
     ) -> None:
         from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
 
@@ -115,12 +120,26 @@ class Run:
         self._tracer = Tracer(self._log_span, stats=self._span_stats)
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
+        # Watching a live run (docs/watching.md): options checked before anything is written.
+        from runlines import _watching, nonfinite, stall
+        from runlines.console import ConsoleOptions
+
+        system_s = _watching.check_system(system)
+        stall_after_s = stall.check_stall_after(stall_after)
+        alarm_mode = nonfinite.check_on_nonfinite(on_nonfinite)
+        self._alarm = (
+            None if alarm_mode is None else nonfinite.NonfiniteAlarm(alarm_mode, self.path)
+        )
+        console_options = ConsoleOptions.of(console_every, console_events)
+        self._watching: _watching.Watching | None = None
         from runlines.capture import Capture, parse_capture  # with logging: when a run opens
 
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
         self._file = self._open_file(fsync)
         try:
             self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
+            if self._console is not None:
+                self._console = console_options.make(self._console)
             self._sinks: tuple[Sink, ...] = (self._file,) + (
                 (self._stdout,) if self._stdout is not None and self._console is None else ()
             )
@@ -134,6 +153,14 @@ class Run:
             raise
         _lifecycle.register(self)
         self._capture.install()
+        if system_s is not None or stall_after_s is not None:
+            self._watching = _watching.Watching(
+                self._write_background,
+                system_s=system_s,
+                stall_after_s=stall_after_s,
+                log_fd=self._file.fd,
+                stacks_dir=self.artifacts_dir,
+            )
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -175,6 +202,9 @@ class Run:
                 line = self._first_strings(key, fields, record)
         if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
             line = encode_line_safe(record, self._redact)
+            if self._alarm is not None and self._alarm.is_new(event, line):
+                self._nonfinite(event, line, record)
+                return
         # _emit() inlined: a call frame here is paid once per training step.
         fds = self._fds
         if fds is None:
@@ -196,7 +226,7 @@ class Run:
             if written != size:
                 self._write_failed(fd, line, written, None)
         if self._console is not None:
-            self._console.write_text(console_line(line))
+            self._console.show(line)
 
     def close(self) -> None:
         """Write `run_end` with status "ok" and release the log; closing twice does nothing."""
@@ -406,7 +436,7 @@ class Run:
                 if written != len(line):
                     self._write_failed(fd, line, written, None)
         if self._console is not None:
-            self._console.write_text(console_line(line))
+            self._console.show(line)
 
     def _write_failed(self, fd: int, line: bytes, written: int, err: OSError | None) -> None:
         """Let the sink behind *fd* finish or count a failed write; leave the fast path."""
@@ -567,7 +597,7 @@ class Run:
         fields: dict[str, Any] = {"id": self.id, "attempt": self.attempt}
         if resume_step is not None:
             fields["resume_step"] = resume_step
-        fields.update(_context.describe_process())
+        fields.update(_context.describe_process(self.artifacts_dir))
         if self._redactor is not None:
             fields["argv"] = self._redactor.redact_argv(fields["argv"])
         if self._dist is not None:
@@ -586,6 +616,8 @@ class Run:
             self._plans.clear()
             self._sync_writer()
         self._capture.restore()  # before run_end: nothing is captured into a closed run
+        if self._watching is not None:
+            self._watching.stop()  # its last record lands before run_end
         try:
             if os.getpid() == self._pid:
                 samplers, self._samplers = self._samplers, {}
@@ -634,6 +666,26 @@ class Run:
             "block or start a new Run"
         )
         return RunStateError(msg)
+
+    # -- watching a live run (docs/watching.md) -----------------------------------------------
+
+    def _nonfinite(self, event: str, line: bytes, record: dict[str, Any]) -> None:
+        """Write *line*, then the alarm's `nonfinite` records; warn or raise as asked."""
+        self._emit(line, record)
+        assert self._alarm is not None  # log() checked it
+        self._alarm.fire(event, line, record, self._write)
+
+    def _write_background(
+        self, event: str, fields: Mapping[str, Any], count: Callable[[int], None]
+    ) -> None:
+        """Write a record of the watcher thread's, telling *count* its size first."""
+        record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
+        if self._rank is not None:
+            record["rank"] = self._rank
+        record.update(fields)
+        line = encode_line_safe(record, self._redact)
+        count(len(line))
+        self._emit(line, record)
 
     # -- process hooks (called by _lifecycle) -------------------------------------------------
 
