@@ -540,7 +540,7 @@ class TestConsole:
     ) -> None:
         with Run("a", run_dir, console="pretty") as run:
             run.log("train_step", step=1)
-        pretty = capsys.readouterr().out.splitlines()[1]
+        pretty = capsys.readouterr().out.split("\n")[1]  # the status line, left as a line
         with Run("b", run_dir, console="json") as run:
             run.log("train_step", step=1)
         as_json = capsys.readouterr().out.splitlines()[1]

@@ -137,9 +137,8 @@ class Run:
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
         self._file = self._open_file(fsync)
         try:
-            self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
-            if self._console is not None:
-                self._console = console_options.make(self._console)
+            self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
+            self._console = None if pretty is None else console_options.make(pretty)
             self._sinks: tuple[Sink, ...] = (self._file,) + (
                 (self._stdout,) if self._stdout is not None and self._console is None else ()
             )

@@ -12,6 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, Final
 
 from runlines import fields as _f
@@ -224,30 +225,7 @@ class SystemSampler:
             except Exception:  # a device NVML cannot name: no GPU fields
                 self._handles = []
         for index, handle in self._handles:
-            _put(
-                out,
-                _f.GPU_UTIL_PERCENT.format(index),
-                lambda h=handle: nvml.nvmlDeviceGetUtilizationRates(h).gpu,
-            )
-            memory: list[Any] = []
-
-            def read_memory(h: Any = handle, cache: list[Any] = memory) -> Any:
-                if not cache:
-                    cache.append(nvml.nvmlDeviceGetMemoryInfo(h))
-                return cache[0]
-
-            _put(out, _f.GPU_MEM_USED_BYTES.format(index), lambda: int(read_memory().used))
-            _put(out, _f.GPU_MEM_TOTAL_BYTES.format(index), lambda: int(read_memory().total))
-            _put(
-                out,
-                _f.GPU_POWER_W.format(index),
-                lambda h=handle: nvml.nvmlDeviceGetPowerUsage(h) / 1000.0,
-            )
-            _put(
-                out,
-                _f.GPU_TEMP_C.format(index),
-                lambda h=handle: nvml.nvmlDeviceGetTemperature(h, _NVML_TEMPERATURE_GPU),
-            )
+            _gpu_fields(nvml, index, handle, out)
 
     def _sample_torch(self, out: dict[str, Any]) -> None:
         torch = self._modules.get("torch")
@@ -263,11 +241,35 @@ class SystemSampler:
         except Exception:  # a torch without CUDA: no allocator fields
             return
         for index in ordinals:
-            _put(
-                out,
-                _f.GPU_TORCH_PEAK_BYTES.format(index),
-                lambda i=index: int(torch.cuda.max_memory_allocated(i)),
-            )
+            _put(out, _f.GPU_TORCH_PEAK_BYTES.format(index), partial(_torch_peak, torch, index))
+
+
+def _gpu_fields(nvml: Any, index: int, handle: Any, out: dict[str, Any]) -> None:
+    """Put the NVML fields of one GPU into *out*, each on its own."""
+    memory: list[Any] = []
+
+    def read_memory() -> Any:
+        if not memory:
+            memory.append(nvml.nvmlDeviceGetMemoryInfo(handle))
+        return memory[0]
+
+    _put(
+        out,
+        _f.GPU_UTIL_PERCENT.format(index),
+        lambda: nvml.nvmlDeviceGetUtilizationRates(handle).gpu,
+    )
+    _put(out, _f.GPU_MEM_USED_BYTES.format(index), lambda: int(read_memory().used))
+    _put(out, _f.GPU_MEM_TOTAL_BYTES.format(index), lambda: int(read_memory().total))
+    _put(out, _f.GPU_POWER_W.format(index), lambda: nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
+    _put(
+        out,
+        _f.GPU_TEMP_C.format(index),
+        lambda: nvml.nvmlDeviceGetTemperature(handle, _NVML_TEMPERATURE_GPU),
+    )
+
+
+def _torch_peak(torch: Any, index: int) -> int:
+    return int(torch.cuda.max_memory_allocated(index))
 
 
 def _process_cpu_s() -> float:
