@@ -179,7 +179,8 @@ class TrainingConsole:
         """Leave the hot events' last values as lines (every N seconds, and at run_end)."""
         self._drawn = self._clock()
         if final and self._status:
-            self._write(_CLEAR + self._status + "\n")  # the last values stay on screen
+            width = max(20, self._width() - 1)
+            self._write(_CLEAR + self._segments()[:width] + "\n")  # the last values stay
             self._status = ""
             return
         for hot in self._hot.values():
