@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 import pytest
-from _watching_fakes import FakeClock
 
+from _watching_fakes import FakeClock
 from runlines import Run
 from runlines.console import ConsoleOptions, TrainingConsole
 from runlines.sinks import StdoutSink
@@ -95,8 +95,10 @@ class TestStatusLine:
         rows = [row for row in screen(out.getvalue()) if row]
         assert len(rows) == 4
         assert "run_start" in rows[0]
-        assert "eval" in rows[1] and "accuracy=0.5" in rows[1]
-        assert "train_step" in rows[2] and "step=300" in rows[2]
+        assert " eval " in rows[1]
+        assert "accuracy=0.5" in rows[1]
+        assert " train_step " in rows[2]
+        assert "step=300" in rows[2]
         assert "20 steps/s" in rows[2]
         assert "run_end" in rows[3]
 
@@ -159,11 +161,11 @@ def test_a_tqdm_bar_on_the_same_terminal_is_never_torn(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A real tqdm bar and the console on one pseudo-terminal: read its bytes back."""
-    import tqdm
-
     import fcntl
     import struct
     import termios
+
+    import tqdm
 
     master, slave = os.openpty()
     os.set_blocking(master, False)

@@ -61,11 +61,13 @@ class TestWarn:
         assert alarms[0].filename == __file__  # points at the user's log call
 
     def test_each_event_and_field_alarms_on_its_own(self, run_dir: Path) -> None:
-        with pytest.warns(NonfiniteWarning) as said:
-            with Run("r", run_dir, stdout=False, system=False) as run:
-                run.log("train_step", step=0, loss=1.0, grad_norm=2.0)
-                run.log("train_step", step=1, loss=math.nan, grad_norm=-math.inf)
-                run.log("eval", step=1, loss=math.nan)
+        with (
+            pytest.warns(NonfiniteWarning) as said,
+            Run("r", run_dir, stdout=False, system=False) as run,
+        ):
+            run.log("train_step", step=0, loss=1.0, grad_norm=2.0)
+            run.log("train_step", step=1, loss=math.nan, grad_norm=-math.inf)
+            run.log("eval", step=1, loss=math.nan)
 
         alarms = events(run.path, "nonfinite")
         assert [(a["of_event"], a["field"], a["value"], a["last_finite"]) for a in alarms] == [

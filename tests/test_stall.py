@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _watching_fakes import manual_watcher
 
+from _watching_fakes import manual_watcher
 from runlines import Run
 from runlines.stall import StallWatch, dump_stacks
 

@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from _watching_fakes import FakeNvml, fake_proc, manual_watcher
 
+from _watching_fakes import FakeNvml, fake_proc, manual_watcher
 from runlines import Run, _watch
 from runlines.system import SystemSampler, describe_gpus, gpus_in_use
 
