@@ -241,3 +241,39 @@ def test_the_watcher_clock_is_the_real_one_under_freezegun() -> None:
 
     assert after - before < 60
     assert abs(time.monotonic() - after) < 60
+
+
+class TestNvmlStart:
+    def test_a_slow_nvml_start_does_not_hold_up_the_open(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from runlines import system
+
+        release = threading.Event()
+        nvml = FakeNvml(count=1)
+
+        def slow_init() -> Any:
+            release.wait()
+            return nvml
+
+        monkeypatch.setattr(system, "_NVML", system._Nvml())
+        monkeypatch.setattr(system, "_NVML_MODULE", "json")  # an importable module
+        monkeypatch.setattr(system, "_init_nvml", slow_init)
+
+        wait = system.start_nvml(0.05)
+        assert wait() is None  # gave up at the bound: run_start goes without GPU names
+        release.set()
+
+        assert system.load_nvml() is nvml  # the sampler gets it once it has started
+
+    def test_without_nvidia_ml_py_no_thread_starts(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from runlines import system
+
+        monkeypatch.setattr(system, "_NVML", system._Nvml())
+        monkeypatch.setattr(system, "_NVML_MODULE", "no_such_module_here")
+        before = threading.active_count()
+
+        wait = system.start_nvml(1.0)
+
+        assert threading.active_count() == before
+        assert wait() is None

@@ -6,7 +6,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from runlines._version import __version__
@@ -84,8 +84,11 @@ def describe_process(diff_dir: Path | None = None) -> dict[str, Any]:
         "argv": list(sys.argv),
         "cwd": cwd,
     }
-    info.update(describe_environment())
+    from runlines import system  # imported when a run opens
+
+    nvml = system.start_nvml(_GPU_WAIT_S)  # on a thread, while git runs
     state = git_state(cwd)
+    info.update(describe_environment(nvml=nvml))
     diff = state.pop(_DIFF, None)
     if isinstance(diff, bytes) and diff_dir is not None:
         state.update(save_diff(diff, diff_dir))
@@ -129,7 +132,12 @@ _PACKAGES: Final = {
 }
 
 
-def describe_environment(modules: Mapping[str, Any] | None = None) -> dict[str, Any]:
+_GPU_WAIT_S: Final = 1.0  # a run's open waits this long for NVML to start, git included
+
+
+def describe_environment(
+    modules: Mapping[str, Any] | None = None, *, nvml: Callable[[], Any] | None = None
+) -> dict[str, Any]:
     """Return the versions of the imported training packages, CUDA and cuDNN, GPUs and driver.
 
     Each part is isolated: one that fails is left out, and nothing here imports a package.
@@ -146,7 +154,7 @@ def describe_environment(modules: Mapping[str, Any] | None = None) -> dict[str, 
         info.update(_torch_versions(torch))
     from runlines import system  # imported when a run opens
 
-    info.update(system.describe_gpus(loaded))
+    info.update(system.describe_gpus(loaded, nvml=system.load_nvml if nvml is None else nvml))
     return info
 
 

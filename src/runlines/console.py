@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
@@ -117,9 +118,14 @@ class TrainingConsole:
         self._hot: dict[str, _Hot] = {}
         self._status = ""  # the status line on screen, "" when none
         self._drawn = float("-inf")  # when the status line or the last summary was drawn
+        self._lock = threading.Lock()  # the watcher thread shows its records too
 
     def show(self, line: bytes) -> None:
         """Show one encoded record."""
+        with self._lock:
+            self._show(line)
+
+    def _show(self, line: bytes) -> None:
         record = restore_nonfinite(orjson.loads(line))
         event = str(record.get("event", ""))
         if not self._is_hot(event):

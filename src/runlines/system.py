@@ -28,14 +28,14 @@ class _Nvml:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._tried = False
+        self.tried = False
         self.module: Any = None
 
     def get(self) -> Any:
         with self._lock:
-            if not self._tried:
-                self._tried = True
+            if not self.tried:
                 self.module = _init_nvml()
+                self.tried = True
             return self.module
 
 
@@ -56,6 +56,25 @@ _NVML: Final = _Nvml()
 def load_nvml() -> Any:
     """Return the NVML module, initialised, or None where nvidia-ml-py or the driver is missing."""
     return _NVML.get()
+
+
+def start_nvml(wait_s: float) -> Callable[[], Any]:
+    """Start NVML on a thread (it can take a while on a host with many GPUs); return a call
+    that waits for it until *wait_s* seconds from now, then returns the module or None."""
+    import importlib.util
+    import time
+
+    if not _NVML.tried and importlib.util.find_spec(_NVML_MODULE) is None:
+        return lambda: None  # no nvidia-ml-py: no thread either
+    deadline = time.monotonic() + wait_s
+    thread = threading.Thread(target=_NVML.get, name="runlines-nvml", daemon=True)
+    thread.start()
+
+    def wait() -> Any:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        return None if thread.is_alive() else _NVML.module
+
+    return wait
 
 
 def gpus_in_use(environ: Mapping[str, str] | None = None) -> list[tuple[int, str]] | None:
