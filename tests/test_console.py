@@ -33,10 +33,14 @@ def screen(data: str, width: int = 200) -> list[str]:
     while i < len(data):
         char = data[i]
         if char == "\x1b":
-            match = re.match(r"\x1b\[(\d*)([A-Za-z])", data[i:])
+            match = re.match(r"\x1b\[(\??)(\d*)([A-Za-z])", data[i:])
             assert match, f"unknown escape at {data[i : i + 8]!r}"
-            count, code = int(match.group(1) or 1), match.group(2)
-            if code == "K":
+            count, code = int(match.group(2) or 1), match.group(3)
+            if match.group(1):
+                pass  # a private mode: the cursor shown or hidden
+            elif code == "K" and count == 2:
+                rows[row].clear()
+            elif code == "K":
                 del rows[row][col:]
             elif code == "A":
                 row = max(0, row - count)
@@ -206,6 +210,57 @@ def test_a_tqdm_bar_on_the_same_terminal_is_never_torn(
     for row in hot:
         assert re.fullmatch(r"\d\d:\d\d:\d\d train_step +step=\d+ loss=0\.5.*", row), row
     assert re.fullmatch(r"100%\|█+\| 50/50 \[.*\]", rows[-1]), rows[-1]  # the bar, whole
+
+
+def _pty(monkeypatch: pytest.MonkeyPatch) -> tuple[int, Any]:
+    """A pseudo-terminal of 24x120 as sys.stdout: (its master fd, the tty file)."""
+    import fcntl
+    import struct
+    import termios
+
+    master, slave = os.openpty()
+    os.set_blocking(master, False)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    tty = open(slave, "w", buffering=1, encoding="utf-8")  # noqa: SIM115 - closed by the test
+    monkeypatch.setattr(sys, "stdout", tty)
+    return master, tty
+
+
+def test_a_rich_progress_display_is_never_torn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rich replaces sys.stdout while it shows progress; lines go through it, above the bar."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    master, tty = _pty(monkeypatch)
+    clock = FakeClock()
+    shown = TrainingConsole(
+        StdoutSink(tty), ConsoleOptions.of(None, None), clock=clock, width=lambda: 120
+    )  # opened before the progress display, as a Run would be
+    chunks: list[bytes] = []
+    try:
+        terminal = Console(file=tty, force_terminal=True, color_system=None, width=120)
+        with Progress(console=terminal, redirect_stdout=True, auto_refresh=False) as progress:
+            task = progress.add_task("train", total=50)
+            for step in range(1, 51):
+                clock.tick(1.0)
+                progress.advance(task)
+                progress.refresh()
+                shown.show(line("train_step", step=step, loss=0.5))
+                if step % 10 == 0:
+                    shown.show(line("eval", step=step, accuracy=step / 100))
+                chunks.append(_read(master))
+        tty.flush()
+        chunks.append(_read(master))
+    finally:
+        tty.close()
+        os.close(master)
+
+    rows = [row for row in screen(b"".join(chunks).decode().replace("\r\n", "\n")) if row]
+    evals = [row for row in rows if " eval " in row]
+    assert len(evals) == 5
+    for row in evals:
+        assert re.fullmatch(r"\d\d:\d\d:\d\d eval +step=\d+ accuracy=[\d.]+", row), row
+    assert re.fullmatch(r"train .*50/50.*|train .*100%.*", rows[-1]), rows[-1]
 
 
 def test_file_and_json_stdout_keep_every_record(
