@@ -106,7 +106,7 @@ def _call(job: Job, now: float) -> float | None:
     except Exception as err:  # the thread must live on for other runs
         from runlines.sinks import warn_stderr
 
-        warn_stderr(f"runlines: a background job stopped ({type(err).__name__}: {err})")
+        warn_stderr(f"a background job stopped ({type(err).__name__}: {err})")
         return None
 
 
