@@ -277,3 +277,26 @@ class TestNvmlStart:
 
         assert threading.active_count() == before
         assert wait() is None
+
+
+def test_a_forked_child_closes_without_waiting_on_the_parents_thread(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fork may come while the watcher thread writes: the child must not wait on its lock."""
+    import os
+    import signal
+
+    manual_watcher(monkeypatch)
+    run = Run("r", run_dir, stdout=False, system=1.0)
+    assert run._watching is not None
+    with run._watching._lock:  # as if the watcher thread were writing a sample
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(10)  # a deadlock ends the child, and the test sees the signal
+            run.close()
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+    run.close()
+
+    assert os.WIFEXITED(status)
+    assert os.WEXITSTATUS(status) == 0

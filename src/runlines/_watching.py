@@ -61,6 +61,7 @@ class Watching:
         self._write = write
         self._lock = threading.Lock()  # held while writing: stop() waits for a write in flight
         self._stopped = False
+        self._pid = os.getpid()
         self._own_bytes = 0  # bytes the background wrote, which are no sign of progress
         self._log_fd = log_fd
         self._stacks_dir = stacks_dir
@@ -89,6 +90,8 @@ class Watching:
         """Stop the jobs; once this returns, nothing more is written."""
         for job in self._jobs:
             job.cancel()
+        if os.getpid() != self._pid:
+            return  # a forked child runs no jobs, and the lock may have been held at the fork
         with self._lock:
             self._stopped = True
 

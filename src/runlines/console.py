@@ -11,6 +11,7 @@ is torn. The log file and JSON stdout keep every record. See docs/watching.md.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sys
 import threading
@@ -119,9 +120,12 @@ class TrainingConsole:
         self._status = ""  # the status line on screen, "" when none
         self._drawn = float("-inf")  # when the status line or the last summary was drawn
         self._lock = threading.Lock()  # the watcher thread shows its records too
+        self._pid = os.getpid()
 
     def show(self, line: bytes) -> None:
         """Show one encoded record."""
+        if os.getpid() != self._pid:  # a forked child: the lock may have been held at the fork
+            self._lock, self._pid = threading.Lock(), os.getpid()
         with self._lock:
             self._show(line)
 
