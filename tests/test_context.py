@@ -19,7 +19,8 @@ GIT = ["git", "-c", "user.email=a@b.c", "-c", "user.name=t"]
 
 
 def run_start(path: Path) -> dict[str, object]:
-    return json.loads(path.read_text().splitlines()[0])
+    record: dict[str, object] = json.loads(path.read_text().splitlines()[0])
+    return record
 
 
 def make_repo(path: Path) -> Path:

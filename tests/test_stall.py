@@ -39,7 +39,7 @@ class TestStallWatch:
 
     def test_progress_that_keeps_moving_is_never_a_stall(self) -> None:
         progress = [0]
-        said: list[str] = []
+        said: list[float] = []
         watch = StallWatch(5.0, lambda: progress[0], said.append, said.append, now=0.0)
 
         for second in range(1, 60):

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 EXPECTED = ("gpu0_util_percent", "gpu0_mem_used_bytes", "gpu0_mem_total_bytes", "gpu0_temp_c")
 
@@ -32,10 +33,11 @@ def main() -> int:
         print("NVML did not start: is nvidia-ml-py installed, and is there a driver?")
         return 1
     print(f"NVML started in {time.perf_counter() - started:.3f} s (once per process)")
+    torch: Any = None
     try:
         import torch
     except ImportError:
-        torch = None
+        pass
     from runlines import Run
 
     directory = Path(tempfile.mkdtemp(prefix="runlines-gpu-"))
