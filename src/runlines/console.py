@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import threading
 import time
@@ -115,7 +114,7 @@ class TrainingConsole:
         self._sink = sink
         self._options = options
         self._clock = clock
-        self._width = width or (lambda: shutil.get_terminal_size().columns)
+        self._width = width or _terminal_width
         self._hot: dict[str, _Hot] = {}
         self._status = ""  # the status line on screen, "" when none
         self._drawn = float("-inf")  # when the status line or the last summary was drawn
@@ -215,6 +214,12 @@ class TrainingConsole:
         if stdout is not None and stdout is not self._sink.stream:
             self._sink.stream = stdout  # print()'s stream: rich's live display replaces it
         self._sink.write_text(text)
+
+
+def _terminal_width() -> int:
+    import shutil  # on the first status line, not when a run opens
+
+    return shutil.get_terminal_size().columns
 
 
 def _open_bars() -> bool:
