@@ -33,11 +33,12 @@ def write_runs(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     sweep: other fields (grad_norm, a note, a nested config), then a torn last line.
     ddp: two ranks, one file each.
     """
-    with Run("baseline", directory, stdout=False, config={"lr": 0.1, "layers": [2, 4]}) as run:
+    quiet = {"stdout": False, "on_nonfinite": "ignore"}  # the counts below are what is logged
+    with Run("baseline", directory, config={"lr": 0.1, "layers": [2, 4]}, **quiet) as run:
         for step in range(1, 7):
             run.log("train_step", epoch=step // 3, step=step, loss=1.0 / step)
         run.log("train_step", epoch=2, step=7, loss=math.inf)
-    with Run("baseline", directory, stdout=False, resume_step=4) as run:
+    with Run("baseline", directory, resume_step=4, **quiet) as run:
         for step in range(5, 9):
             loss = math.nan if step == 8 else 0.5 / step
             run.log("train_step", epoch=step // 3, step=step, loss=loss)

@@ -530,7 +530,8 @@ class TestConsole:
         with freeze_time("2026-01-01T12:00:01"), Run("r", run_dir) as run:
             run.log("train_step", epoch=3, step=1200, loss=0.412, lr=3e-4)
 
-        line = capsys.readouterr().out.splitlines()[1]
+        # a hot event's status line, left on screen as a line when the run ends
+        line = capsys.readouterr().out.split("\n")[1].rsplit("\r\x1b[K", 1)[-1]
         assert line.endswith("train_step   epoch=3 step=1200 loss=0.412 lr=0.0003")
         assert json.loads(run.path.read_text().splitlines()[1])["loss"] == 0.412  # file stays JSON
 
@@ -539,7 +540,7 @@ class TestConsole:
     ) -> None:
         with Run("a", run_dir, console="pretty") as run:
             run.log("train_step", step=1)
-        pretty = capsys.readouterr().out.splitlines()[1]
+        pretty = capsys.readouterr().out.split("\n")[1]  # the status line, left as a line
         with Run("b", run_dir, console="json") as run:
             run.log("train_step", step=1)
         as_json = capsys.readouterr().out.splitlines()[1]

@@ -161,7 +161,10 @@ class TestArtifacts:
         assert len(line) < 500
         assert np.array_equal(np.load(saved), preds)
 
-    def test_existing_checkpoint_is_registered_without_copying(self, run_dir: Path) -> None:
+    def test_existing_checkpoint_is_registered_without_copying(
+        self, run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.chdir(tmp_path)  # outside any git repository: no diff of a dirty tree
         run_dir.mkdir(parents=True)
         checkpoint = run_dir / "model.pt"
         checkpoint.write_bytes(b"weights" * 1000)

@@ -9,6 +9,7 @@ from runlines._version import __version__
 from runlines.errors import (
     FieldDriftWarning,
     FieldError,
+    NonfiniteWarning,
     QueryError,
     ReadError,
     RunlinesError,
@@ -25,6 +26,7 @@ if typing.TYPE_CHECKING:
 __all__ = [
     "FieldDriftWarning",
     "FieldError",
+    "NonfiniteWarning",
     "QueryError",
     "ReadError",
     "Run",

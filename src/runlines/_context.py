@@ -6,7 +6,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from runlines import _layout
@@ -65,8 +65,12 @@ def new_run_id() -> str:
     return f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
-def describe_process() -> dict[str, Any]:
-    """Return host, pid, versions, argv, cwd and the git state of the working directory."""
+def describe_process(diff_dir: Path | None = None) -> dict[str, Any]:
+    """Return host, pid, versions, argv, cwd, the environment and the git state of the cwd.
+
+    A dirty tree's diff is saved under *diff_dir* (created when needed): `git_diff` holds its
+    path relative to the parent of *diff_dir*, `git_diff_sha256` its hash.
+    """
     import platform  # imported when a run opens, not with runlines
     import socket
 
@@ -79,26 +83,212 @@ def describe_process() -> dict[str, Any]:
         "argv": list(sys.argv),
         "cwd": cwd,
     }
-    info.update(git_state(cwd))
+    from runlines import system  # imported when a run opens
+
+    nvml = system.start_nvml(_GPU_WAIT_S)  # on a thread, while git runs
+    state = git_state(cwd)
+    info.update(describe_environment(nvml=nvml))
+    diff = state.pop(_DIFF, None)
+    if isinstance(diff, bytes) and diff_dir is not None:
+        state.update(save_diff(diff, diff_dir))
+    info.update(state)
     return info
 
 
-def git_state(cwd: str) -> dict[str, Any]:
-    """Return the commit and dirty flag of the git repository at *cwd*, or nothing."""
-    commit = _git(cwd, "rev-parse", "HEAD")
-    if commit is None:
-        return {}
-    status = _git(cwd, "status", "--porcelain", "--untracked-files=no")
-    return {"git_commit": commit, "git_dirty": bool(status)}
+# -- the environment ------------------------------------------------------------------------
+
+# Packages that matter to training, by import name -> the name a user knows. Only those the
+# program has imported already are recorded: importing one here would cost the run's open.
+_PACKAGES: Final = {
+    "torch": "torch",
+    "numpy": "numpy",
+    "transformers": "transformers",
+    "lightning": "lightning",
+    "pytorch_lightning": "pytorch_lightning",
+    "accelerate": "accelerate",
+    "datasets": "datasets",
+    "tokenizers": "tokenizers",
+    "safetensors": "safetensors",
+    "peft": "peft",
+    "trl": "trl",
+    "deepspeed": "deepspeed",
+    "triton": "triton",
+    "flash_attn": "flash_attn",
+    "xformers": "xformers",
+    "bitsandbytes": "bitsandbytes",
+    "torchvision": "torchvision",
+    "timm": "timm",
+    "diffusers": "diffusers",
+    "vllm": "vllm",
+    "jax": "jax",
+    "flax": "flax",
+    "optax": "optax",
+    "tensorflow": "tensorflow",
+    "keras": "keras",
+    "sklearn": "scikit-learn",
+    "scipy": "scipy",
+    "pandas": "pandas",
+}
 
 
-def _git(cwd: str, *args: str) -> str | None:
+_GPU_WAIT_S: Final = 1.0  # a run's open waits this long for NVML to start, git included
+
+
+def describe_environment(
+    modules: Mapping[str, Any] | None = None, *, nvml: Callable[[], Any] | None = None
+) -> dict[str, Any]:
+    """Return the versions of the imported training packages, CUDA and cuDNN, GPUs and driver.
+
+    Each part is isolated: one that fails is left out, and nothing here imports a package.
+    """
+    from runlines import fields as _f
+
+    loaded = sys.modules if modules is None else modules
+    info: dict[str, Any] = {}
+    packages = _package_versions(loaded)
+    if packages:
+        info[_f.PACKAGES] = packages
+    torch = loaded.get("torch")
+    if torch is not None:
+        info.update(_torch_versions(torch))
+    from runlines import system  # imported when a run opens
+
+    info.update(system.describe_gpus(loaded, nvml=system.load_nvml if nvml is None else nvml))
+    return info
+
+
+def _package_versions(modules: Mapping[str, Any]) -> dict[str, str]:
+    versions: dict[str, str] = {}
+    for module_name, package in _PACKAGES.items():
+        module = modules.get(module_name)
+        version = getattr(module, "__version__", None) if module is not None else None
+        if isinstance(version, str):
+            versions[package] = str.__str__(version)  # a plain str: torch's is a subclass
+        elif version is not None:
+            versions[package] = str(version)
+    return versions
+
+
+def _torch_versions(torch: Any) -> dict[str, Any]:
+    """CUDA as torch was built with it, and cuDNN's version when torch can tell without work."""
+    from runlines import fields as _f
+
+    info: dict[str, Any] = {}
+    try:
+        cuda = torch.version.cuda
+        if cuda:
+            info[_f.CUDA] = str(cuda)
+    except Exception:  # a part that fails is left out
+        pass
+    try:
+        if torch.cuda.is_initialized():  # cudnn.version() would load the library otherwise
+            cudnn = torch.backends.cudnn.version()
+            if cudnn:
+                info[_f.CUDNN] = int(cudnn)
+    except Exception:  # a part that fails is left out
+        pass
+    return info
+
+
+# -- git ------------------------------------------------------------------------------------
+
+GIT_TIMEOUT_S: Final = 0.5
+"""How long a run's open waits for git, in all: past it, what git had not said is left out."""
+GIT_DIFF_MAX_BYTES: Final = 8 * 1024 * 1024
+"""A larger diff of a dirty tree is not saved; `git_note` says so."""
+_DIFF: Final = "_diff"  # git_state()'s key for the diff bytes, which describe_process saves
+
+
+def git_state(cwd: str, timeout_s: float = GIT_TIMEOUT_S) -> dict[str, Any]:
+    """Return the commit, dirty flag and diff (bytes, key "_diff") of the repository at *cwd*.
+
+    `git rev-parse` and `git diff HEAD` run side by side, and both together get *timeout_s*:
+    past it the dirty flag and the diff (or the commit too) are left out and `git_note` says
+    which.
+    """
     import subprocess  # imported when a run opens, not with runlines
 
+    from runlines import fields as _f
+
+    commit = _start_git(cwd, "rev-parse", "--verify", "-q", "HEAD")
+    if commit is None:
+        return {}  # no git on this machine
+    diff = _start_git(
+        cwd, "diff", "HEAD", "--binary", "--no-color", "--no-ext-diff", "--no-textconv"
+    )
+    deadline = time.monotonic() + timeout_s
+    state: dict[str, Any] = {}
     try:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=5, check=False
+        head = _finish(commit, deadline)
+        if head is None:
+            return {}  # not a repository, or no commit yet
+        state[_f.GIT_COMMIT] = head.decode("ascii", "replace").strip()
+        patch = None if diff is None else _finish(diff, deadline)
+        if patch is not None:
+            state[_f.GIT_DIRTY] = bool(patch)
+            if patch:
+                state[_DIFF] = patch
+    except subprocess.TimeoutExpired:
+        what = "the dirty flag and the diff" if state else "the commit and the dirty flag"
+        state[_f.GIT_NOTE] = f"git did not answer within {timeout_s} s: {what} not recorded"
+    finally:
+        for process in (commit, diff):
+            if process is not None:
+                _end_git(process)
+    return state
+
+
+def _start_git(cwd: str, *args: str) -> Any:
+    import subprocess
+
+    try:
+        return subprocess.Popen(
+            ["git", *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
-    except (OSError, subprocess.SubprocessError):
-        return None  # no git, or it hung: the run is still worth logging
-    return done.stdout.strip() if done.returncode == 0 else None
+    except (OSError, ValueError):
+        return None  # no git: the run is still worth logging
+
+
+def _end_git(process: Any) -> None:
+    if process.poll() is None:
+        process.kill()  # a slow git must not outlive the bound
+    if process.stdout is not None:
+        process.stdout.close()
+    process.wait()
+
+
+def _finish(process: Any, deadline: float) -> bytes | None:
+    """Wait for *process* until *deadline*; return its output, or None when it failed."""
+    out, _ = process.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    return out if process.returncode == 0 and isinstance(out, bytes) else None
+
+
+def save_diff(diff: bytes, diff_dir: Path) -> dict[str, Any]:
+    """Write *diff* as `git-<sha256 prefix>.diff` under *diff_dir*; return the fields naming it."""
+    import hashlib  # imported when a run opens, and only for a dirty tree
+
+    from runlines import fields as _f
+
+    if len(diff) > GIT_DIFF_MAX_BYTES:
+        return {
+            _f.GIT_NOTE: f"the diff of the dirty tree is {len(diff)} bytes, over "
+            f"{GIT_DIFF_MAX_BYTES}: not saved"
+        }
+    digest = hashlib.sha256(diff).hexdigest()
+    path = diff_dir / f"git-{digest[:16]}.diff"
+    try:
+        diff_dir.mkdir(parents=True, exist_ok=True)
+        if not path.exists():  # the same diff as an earlier attempt: one file
+            tmp = path.with_suffix(f".tmp{os.getpid()}")
+            tmp.write_bytes(diff)
+            os.replace(tmp, path)
+    except OSError as err:
+        return {_f.GIT_NOTE: f"the diff of the dirty tree could not be saved ({err})"}
+    return {
+        _f.GIT_DIFF: f"{diff_dir.name}/{path.name}",
+        _f.GIT_DIFF_SHA256: digest,
+    }

@@ -11,7 +11,8 @@ The tree::
     └── QueryError(RunlinesError, ValueError)       SQL that DuckDB refused (runlines.query)
 
     RunlinesWarning(UserWarning)                    a failure outside runlines during a run
-    └── FieldDriftWarning(RunlinesWarning)          a drifting field name or type
+    ├── FieldDriftWarning(RunlinesWarning)          a drifting field name or type
+    └── NonfiniteWarning(RunlinesWarning)           a NaN or infinity logged (on_nonfinite)
 
 Each error subclasses the builtin a caller would expect, so ``except ValueError`` still works.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 __all__ = [
     "FieldDriftWarning",
     "FieldError",
+    "NonfiniteWarning",
     "QueryError",
     "ReadError",
     "RunLockedError",
@@ -65,3 +67,7 @@ class RunlinesWarning(UserWarning):
 
 class FieldDriftWarning(RunlinesWarning):
     """A field logged under a drifting alias, or with a type that changed between records."""
+
+
+class NonfiniteWarning(RunlinesWarning):
+    """The first NaN or infinity of a field, with `Run(..., on_nonfinite="warn")`."""

@@ -64,6 +64,66 @@ def _fields(*rows: tuple[str, str, str]) -> Mapping[str, Field]:
     return MappingProxyType({name: Field(name, kind, meaning) for name, kind, meaning in rows})
 
 
+# -- Watching a live run (docs/watching.md): the environment on run_start, `system`, `stall`,
+# `stall_end` and `nonfinite` records. GPU fields are per GPU the process uses, numbered as
+# the process sees them (cuda:0 is `gpu0_*`).
+PACKAGES: Final = "packages"
+CUDA: Final = "cuda"
+CUDNN: Final = "cudnn"
+GPUS: Final = "gpus"
+GPU_DRIVER: Final = "gpu_driver"
+GIT_COMMIT: Final = "git_commit"
+GIT_DIRTY: Final = "git_dirty"
+GIT_DIFF: Final = "git_diff"
+GIT_DIFF_SHA256: Final = "git_diff_sha256"
+GIT_NOTE: Final = "git_note"
+CPU_PERCENT: Final = "cpu_percent"
+RSS_BYTES: Final = "rss_bytes"
+HOST_MEM_USED_BYTES: Final = "host_mem_used_bytes"
+HOST_MEM_TOTAL_BYTES: Final = "host_mem_total_bytes"
+GPU_UTIL_PERCENT: Final = "gpu{}_util_percent"  # .format(index)
+GPU_MEM_USED_BYTES: Final = "gpu{}_mem_used_bytes"
+GPU_MEM_TOTAL_BYTES: Final = "gpu{}_mem_total_bytes"
+GPU_POWER_W: Final = "gpu{}_power_w"
+GPU_TEMP_C: Final = "gpu{}_temp_c"
+GPU_TORCH_PEAK_BYTES: Final = "gpu{}_torch_peak_bytes"
+IDLE_S: Final = "idle_s"
+STACKS: Final = "stacks"
+THREADS: Final = "threads"
+STALLED_S: Final = "stalled_s"
+OF_EVENT: Final = "of_event"
+FIELD: Final = "field"
+VALUE: Final = "value"
+LAST_FINITE: Final = "last_finite"
+_WATCHING_ROWS: Final = (
+    (PACKAGES, "object", "versions of the imported training packages (`torch`, `numpy`, ...)"),
+    (CUDA, "string", "the CUDA version torch was built with"),
+    (CUDNN, "integer", "the cuDNN version torch loaded, once CUDA is initialised"),
+    (GPUS, "array", "model names of the GPUs the process uses"),
+    (GPU_DRIVER, "string", "the NVIDIA driver version"),
+    (GIT_DIFF, "string", "side file holding the diff of a dirty tree, relative to the log"),
+    (GIT_DIFF_SHA256, "string", "sha256 of that diff"),
+    (GIT_NOTE, "string", "what git state was not recorded, and why (a slow git, a large diff)"),
+    (CPU_PERCENT, "number", "CPU time of the process since the last sample; 100 is one core"),
+    (RSS_BYTES, "integer", "resident memory of the process"),
+    (HOST_MEM_USED_BYTES, "integer", "memory in use on the host (total less available)"),
+    (HOST_MEM_TOTAL_BYTES, "integer", "memory of the host"),
+    (GPU_UTIL_PERCENT.format(0), "number", "utilisation of the process's first GPU, 0 to 100"),
+    (GPU_MEM_USED_BYTES.format(0), "integer", "memory used on that GPU, by every process"),
+    (GPU_MEM_TOTAL_BYTES.format(0), "integer", "memory of that GPU"),
+    (GPU_POWER_W.format(0), "number", "power drawn by that GPU, watts"),
+    (GPU_TEMP_C.format(0), "number", "temperature of that GPU, degrees Celsius"),
+    (GPU_TORCH_PEAK_BYTES.format(0), "integer", "torch's peak allocated memory on that GPU"),
+    (IDLE_S, "number", "seconds since the run last logged, when a stall was seen"),
+    (STACKS, "string", "side file holding every thread's Python stack, relative to the log"),
+    (THREADS, "integer", "number of Python threads"),
+    (STALLED_S, "number", "seconds the run logged nothing, when logging resumed"),
+    (OF_EVENT, "string", "the event of the record a `nonfinite` record is about"),
+    (FIELD, "string", "the field a record is about (a JSON pointer below the top level)"),
+    (VALUE, "string", "the non-finite value: `NaN`, `Infinity` or `-Infinity`"),
+    (LAST_FINITE, "number", "the last finite value of that field in the log, or null"),
+)
+
 STANDARD_FIELDS: Final[Mapping[str, Field]] = _fields(
     # Written by runlines on every record.
     ("ts", "number", "wall-clock time of the record, Unix seconds; written by runlines"),
@@ -122,6 +182,7 @@ STANDARD_FIELDS: Final[Mapping[str, Field]] = _fields(
     ("tokens_per_s", "number", "tokens processed per second"),
     ("samples_per_s", "number", "samples processed per second"),
     ("throughput", "number", "items per second when no more specific `*_per_s` name fits"),
+    *_WATCHING_ROWS,
 )
 
 

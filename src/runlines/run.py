@@ -49,7 +49,6 @@ _write = os.write
 _dumps: Callable[..., bytes]
 _OPTIONS: int
 JSONEncodeError: type[TypeError]
-console_line: Callable[[bytes], str]
 encode_default: Callable[[Any], Any]
 encode_line: Callable[[Mapping[str, Any]], bytes]
 encode_line_safe: Callable[[Mapping[str, Any], Redact | None], bytes]
@@ -97,6 +96,11 @@ class Run:
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
         capture_level: int | str = "WARNING",
         resume: Literal["allow", "never", "must"] = "allow",
+        system: float | bool = 10.0,
+        stall_after: float | None = None,
+        on_nonfinite: Literal["warn", "raise", "ignore"] = "warn",
+        console_every: float | None = None,
+        console_events: Iterable[str] | None = None,
     ) -> None:
         from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
 
@@ -135,6 +139,18 @@ class Run:
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
         _check_console(console)
+        # Watching a live run (docs/watching.md): options checked before anything is written.
+        from runlines import _watching, nonfinite, stall
+        from runlines.console import ConsoleOptions
+
+        system_s = _watching.check_system(system)
+        stall_after_s = stall.check_stall_after(stall_after)
+        alarm_mode = nonfinite.check_on_nonfinite(on_nonfinite)
+        self._alarm = (
+            None if alarm_mode is None else nonfinite.NonfiniteAlarm(alarm_mode, self.path)
+        )
+        console_options = ConsoleOptions.of(console_every, console_events)
+        self._watching: _watching.Watching | None = None
         from runlines.capture import Capture, parse_capture  # with logging: when a run opens
 
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
@@ -149,7 +165,8 @@ class Run:
             self._remove_phantom(*created)
             raise
         try:
-            self._stdout, self._console = _stdout_sinks(stdout, console, self._dist)
+            self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
+            self._console = None if pretty is None else console_options.make(pretty)
             self._sinks: tuple[Sink, ...] = (self._file,) + (
                 (self._stdout,) if self._stdout is not None and self._console is None else ()
             )
@@ -169,6 +186,14 @@ class Run:
             )
         _lifecycle.register(self)
         self._capture.install()
+        if system_s is not None or stall_after_s is not None:
+            self._watching = _watching.Watching(
+                self._write_background,
+                system_s=system_s,
+                stall_after_s=stall_after_s,
+                log_fd=self._file.fd,
+                stacks_dir=self.artifacts_dir,
+            )
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -217,6 +242,10 @@ class Run:
             else:
                 if not mode and line.find(b"null") >= 0:  # None, or NaN written as null
                     line = encode_line_safe(record, self._redact)
+                    prepared = None  # written by encode_line_safe: the alarm looks at it
+        if prepared is None and self._alarm is not None and self._alarm.is_new(event, line):
+            self._nonfinite(event, line, record, sampler, kept)
+            return
         # _emit() inlined: a call frame here is paid once per training step. Under _io_lock:
         # the run cannot close its descriptors between the check of its state and the writes.
         with self._io_lock:
@@ -241,7 +270,7 @@ class Run:
                         if written != size:
                             self._write_failed(fd, line, written, None)
                     if self._console is not None:
-                        self._console.write_text(console_line(line))
+                        self._console.show(line)
                 if sampler is not None:
                     sampler.written(kept)  # its count is in the log now: no longer owed
                 return
@@ -496,7 +525,7 @@ class Run:
                 if written != len(line):
                     self._write_failed(fd, line, written, None)
         if self._console is not None:
-            self._console.write_text(console_line(line))
+            self._console.show(line)
 
     def _write_failed(self, fd: int, line: bytes, written: int, err: OSError | None) -> None:
         """Let the sink behind *fd* finish or count a failed write; leave the fast path."""
@@ -697,7 +726,7 @@ class Run:
         fields: dict[str, Any] = {"id": self.id, "attempt": self.attempt}
         if resume_step is not None:
             fields["resume_step"] = resume_step
-        fields.update(_context.describe_process())
+        fields.update(_context.describe_process(self.artifacts_dir))
         if self._redactor is not None:
             fields["argv"] = self._redactor.redact_argv(fields["argv"])
         if self._dist is not None:
@@ -729,6 +758,8 @@ class Run:
         finally:
             self._close_lock.release()
         self._capture.restore()  # before run_end: nothing is captured into a closing run
+        if self._watching is not None:
+            self._watching.stop()  # a record it writes from now on is refused: none after run_end
         return self._finish_end(status, details, patient)
 
     def _finish_end(self, status: str, details: dict[str, Any], patient: bool) -> bool:
@@ -838,6 +869,30 @@ class Run:
             "block or start a new Run"
         )
         return RunStateError(msg)
+
+    # -- watching a live run (docs/watching.md) -----------------------------------------------
+
+    def _nonfinite(
+        self, event: str, line: bytes, record: dict[str, Any], sampler: Any, kept: Any
+    ) -> None:
+        """Write *line*, then the alarm's `nonfinite` records; warn or raise as asked."""
+        self._emit_open(line)
+        if sampler is not None:
+            sampler.written(kept)  # its count is in the log now: no longer owed
+        assert self._alarm is not None  # log() checked it
+        self._alarm.fire(event, line, record, self._write)
+
+    def _write_background(
+        self, event: str, fields: Mapping[str, Any], count: Callable[[int], None]
+    ) -> None:
+        """Write a record of the watcher thread's, telling *count* its size first."""
+        record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
+        if self._rank is not None:
+            record["rank"] = self._rank
+        record.update(fields)
+        line = encode_line_safe(record, self._redact)
+        count(len(line))
+        self._emit_open(line)
 
     # -- process hooks (called by _lifecycle) -------------------------------------------------
 
@@ -1157,7 +1212,7 @@ def _last_attempt(path: Path) -> int:
 def _load() -> None:
     """Bind, once, the modules and names that only an open run uses (see _dumps)."""
     global _fields, _dumps, _OPTIONS, JSONEncodeError
-    global check_inline, console_line, encode_default, encode_line, encode_line_safe
+    global check_inline, encode_default, encode_line, encode_line_safe
     if "_dumps" in globals():
         return  # an earlier run bound them
     import orjson
@@ -1166,7 +1221,7 @@ def _load() -> None:
     from runlines import fields as _fields
 
     JSONEncodeError, _OPTIONS = orjson.JSONEncodeError, encoding.ORJSON_OPTIONS
-    console_line, encode_default = encoding.console_line, encoding.encode_default
+    encode_default = encoding.encode_default
     encode_line, encode_line_safe = encoding.encode_line, encoding.encode_line_safe
     check_inline = encoding.check_inline
     _dumps = orjson.dumps  # last: a run opening in another thread now finds all of them

@@ -22,7 +22,14 @@ from runlines import Run
 
 def write_trial(spec: dict[str, object]) -> None:
     os.write(1, b"pid %d\n" % os.getpid())
-    run = Run(str(spec["name"]), str(spec["dir"]), stdout=False, fsync=bool(spec["fsync"]))
+    run = Run(
+        str(spec["name"]),
+        str(spec["dir"]),
+        stdout=False,
+        fsync=bool(spec["fsync"]),
+        system=False,  # the log holds only the trial's records: no samples, no NaN alarms
+        on_nonfinite="ignore",
+    )
     kind = str(spec["kind"])
     seq = 0
     while True:

@@ -156,7 +156,7 @@ def test_any_value_is_written_as_one_strict_json_line(fields: dict[str, Any]) ->
     with (
         tempfile.TemporaryDirectory() as tmp,
         drift_ignored(),
-        Run("r", tmp, stdout=False, redact=False) as run,
+        Run("r", tmp, stdout=False, redact=False, on_nonfinite="ignore") as run,
     ):
         run.log("v", **fields)
 
@@ -176,7 +176,10 @@ def test_what_was_logged_is_what_iter_events_and_load_return(
     # Field names get a per-record prefix: one record's fields are its own columns in load().
     fields = [{f"r{i}_{k}": v for k, v in record.items()} for i, record in enumerate(records)]
     with tempfile.TemporaryDirectory() as tmp:
-        with drift_ignored(), Run("r", tmp, stdout=False, redact=False) as run:
+        with (
+            drift_ignored(),
+            Run("r", tmp, stdout=False, redact=False, on_nonfinite="ignore") as run,
+        ):
             for one in fields:
                 run.log("v", **one)
 
@@ -206,7 +209,11 @@ def test_what_was_logged_is_what_iter_events_and_load_return(
     )
 )
 def test_with_redaction_any_value_is_still_one_strict_json_line(fields: dict[str, Any]) -> None:
-    with tempfile.TemporaryDirectory() as tmp, drift_ignored(), Run("r", tmp, stdout=False) as run:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        drift_ignored(),
+        Run("r", tmp, stdout=False, on_nonfinite="ignore") as run,
+    ):
         run.log("v", **fields)
 
         records, tail = read_log(run.path)
@@ -224,7 +231,10 @@ def test_event_and_field_names_either_raise_clearly_or_round_trip(
 ) -> None:
     fields = {name: index for index, name in enumerate(names)}
     refused = event == "" or "" in fields or bool(set(fields) & RESERVED_FIELDS)
-    with tempfile.TemporaryDirectory() as tmp, Run("r", tmp, stdout=False, redact=False) as run:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Run("r", tmp, stdout=False, redact=False, on_nonfinite="ignore") as run,
+    ):
         if not isinstance(event, str):
             with pytest.raises(TypeError, match="event name must be a str"):
                 run.log(event, **fields)

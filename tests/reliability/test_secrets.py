@@ -157,10 +157,13 @@ def test_redaction_off_is_the_only_way_a_secret_is_written(run_dir: Path) -> Non
 
 
 @pytest.mark.parametrize("umask", [0o027, 0o077])
-def test_log_and_artifact_files_follow_the_umask(tmp_path: Path, umask: int) -> None:
+def test_log_and_artifact_files_follow_the_umask(
+    tmp_path: Path, umask: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import pandas as pd
     import torch
 
+    monkeypatch.chdir(tmp_path)  # outside any git repository: no diff of a dirty tree
     old = os.umask(umask)
     modes: dict[Path, int] = {}
     try:

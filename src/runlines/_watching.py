@@ -1,0 +1,133 @@
+"""What watches a run from the background: its `system` samples and its stall watch.
+
+Both run on the process's one watcher thread (`_watch`), write through the run's own path,
+and stop at close, before `run_end`. See docs/watching.md.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from runlines import _watch
+from runlines import fields as _f
+from runlines.stall import StallWatch, dump_stacks
+
+__all__ = ["DEFAULT_SYSTEM_S", "Watching", "check_system"]
+
+_STOP_WAIT_S: Final = 0.1  # how long stop() waits for a record being written
+
+DEFAULT_SYSTEM_S: Final = 10.0
+_MIN_SYSTEM_S: Final = 0.1
+
+Write = Callable[[str, dict[str, Any], Callable[[int], None]], None]
+"""Writes a record of the background's, telling the callback its size before it lands."""
+
+
+def check_system(value: object) -> float | None:
+    """Return the seconds between `system` samples (None: off); raise on a bad value."""
+    if value is False or value is None:
+        return None
+    if value is True:
+        return DEFAULT_SYSTEM_S
+    if isinstance(value, (int, float)) and value >= _MIN_SYSTEM_S:
+        return float(value)
+    msg = (
+        f"system must be the seconds between samples (at least {_MIN_SYSTEM_S}), True "
+        f"({DEFAULT_SYSTEM_S}) or False (off); got {value!r}"
+    )
+    raise ValueError(msg)
+
+
+class Watching:
+    """A run's background jobs: `system` records every *system_s*, a stall watch.
+
+    *write* writes a record (see `Write`), *log_fd* is the log file's descriptor
+    (its size is the stall watch's measure of progress), *stacks_dir* where stacks go.
+    """
+
+    def __init__(
+        self,
+        write: Write,
+        *,
+        system_s: float | None,
+        stall_after_s: float | None,
+        log_fd: int,
+        stacks_dir: Path,
+        sampler: Any = None,
+        watcher: _watch.Watcher | None = None,
+    ) -> None:
+        self._write = write
+        self._lock = threading.Lock()  # held while writing: stop() waits for a write in flight
+        self._stopped = False
+        self._pid = os.getpid()
+        self._own_bytes = 0  # bytes the background wrote, which are no sign of progress
+        self._log_fd = log_fd
+        self._stacks_dir = stacks_dir
+        self._stalls = 0
+        self._jobs: list[_watch.Job] = []
+        self._watcher = _watch.watcher if watcher is None else watcher
+        now = self._watcher.clock()
+        if system_s is not None:
+            if sampler is None:
+                from runlines.system import SystemSampler
+
+                sampler = SystemSampler()
+            self._sampler = sampler
+            self._system_s = system_s
+            sampler.start(now)
+            # The first sample after one interval, not at open: a short run (a test, a
+            # notebook cell) writes none, and NVML starts on this thread, never in Run().
+            self._jobs.append(self._watcher.add(self._sample, system_s))
+        if stall_after_s is not None:
+            self.stall = StallWatch(
+                stall_after_s, self._progress, self._on_stall, self._on_resume, now
+            )
+            self._jobs.append(self._watcher.add(self.stall.check, self.stall.every_s))
+
+    def stop(self) -> None:
+        """Stop the jobs; once this returns, nothing more is written."""
+        for job in self._jobs:
+            job.cancel()
+        if os.getpid() != self._pid:
+            return  # a forked child runs no jobs, and the lock may have been held at the fork
+        self._stopped = True  # first, without the lock: a signal handler may be the caller
+        # Wait, boundedly, for a record being written now: the thread may itself wait for the
+        # write lock that the code this call interrupted holds.
+        if self._lock.acquire(timeout=_STOP_WAIT_S):
+            self._lock.release()
+
+    def _emit(self, event: str, fields: dict[str, Any]) -> None:
+        with self._lock:
+            if not self._stopped:
+                self._write(event, fields, self._count)
+
+    def _count(self, size: int) -> None:
+        # Counted before the line lands, so the stall watch never mistakes it for progress.
+        self._own_bytes += size
+
+    def _sample(self, now: float) -> float | None:
+        fields = self._sampler.sample(now)
+        if fields:
+            self._emit("system", fields)
+        return now + self._system_s
+
+    def _progress(self) -> int:
+        return os.fstat(self._log_fd).st_size - self._own_bytes
+
+    def _on_stall(self, idle_s: float) -> None:
+        self._stalls += 1
+        path = self._stacks_dir / f"stall-{os.getpid()}-{self._stalls}.txt"
+        fields: dict[str, Any] = {_f.IDLE_S: round(idle_s, 3)}
+        try:
+            fields[_f.THREADS] = dump_stacks(path)
+            fields[_f.STACKS] = f"{self._stacks_dir.name}/{path.name}"
+        except OSError:
+            pass  # the record still says the run stalled
+        self._emit("stall", fields)
+
+    def _on_resume(self, stalled_s: float) -> None:
+        self._emit("stall_end", {_f.STALLED_S: round(stalled_s, 3)})

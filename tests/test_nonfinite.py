@@ -1,0 +1,136 @@
+"""NaN alarms: a `nonfinite` record and one warning per (event, field), or a raise."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from runlines import NonfiniteWarning, Run
+from runlines.nonfinite import last_finite
+
+
+def events(path: Path, name: str | None = None) -> list[dict[str, Any]]:
+    out = [json.loads(line) for line in path.read_text().splitlines()]
+    return [r for r in out if name is None or r["event"] == name]
+
+
+@pytest.fixture(params=["c", "pure"], name="path_kind")
+def _path_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on log()'s C fast path and on its pure-Python path."""
+    if request.param == "pure":
+        import runlines.run
+
+        monkeypatch.setattr(runlines.run, "_Writer", None)
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("path_kind")
+class TestWarn:
+    def test_first_nan_of_a_field_writes_a_record_after_it_and_warns_once(
+        self, run_dir: Path
+    ) -> None:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            with Run("r", run_dir, stdout=False, system=False) as run:
+                for step, loss in enumerate([0.5, 0.25, math.nan, math.nan, math.inf, 0.1]):
+                    run.log("train_step", step=step, loss=loss)
+
+        names = [r["event"] for r in events(run.path)]
+        # the warning is captured as a `warning` record too, as every shown warning is
+        assert names[3:7] == ["train_step", "nonfinite", "warning", "train_step"]
+        assert names.count("nonfinite") == 1
+        assert names.count("warning") == 1
+        assert events(run.path, "nonfinite")[0] == {
+            **events(run.path, "nonfinite")[0],
+            "of_event": "train_step",
+            "field": "loss",
+            "step": 2,
+            "value": "NaN",
+            "last_finite": 0.25,
+        }
+        alarms = [w for w in said if issubclass(w.category, NonfiniteWarning)]
+        assert len(alarms) == 1
+        assert "'train_step' logged a non-finite value at step 2: loss=NaN" in str(
+            alarms[0].message
+        )
+        assert alarms[0].filename == __file__  # points at the user's log call
+
+    def test_each_event_and_field_alarms_on_its_own(self, run_dir: Path) -> None:
+        with (
+            pytest.warns(NonfiniteWarning) as said,
+            Run("r", run_dir, stdout=False, system=False) as run,
+        ):
+            run.log("train_step", step=0, loss=1.0, grad_norm=2.0)
+            run.log("train_step", step=1, loss=math.nan, grad_norm=-math.inf)
+            run.log("eval", step=1, loss=math.nan)
+
+        alarms = events(run.path, "nonfinite")
+        assert [(a["of_event"], a["field"], a["value"], a["last_finite"]) for a in alarms] == [
+            ("train_step", "loss", "NaN", 1.0),
+            ("train_step", "grad_norm", "-Infinity", 2.0),
+            ("eval", "loss", "NaN", None),  # no finite loss of eval before
+        ]
+        assert len(said) == 2  # one warning per line, naming its new fields
+
+    def test_a_value_inside_a_field_is_named_by_its_pointer(self, run_dir: Path) -> None:
+        with pytest.warns(NonfiniteWarning), Run("r", run_dir, stdout=False) as run:
+            run.log("eval", scores={"top1": 0.5})
+            run.log("eval", scores={"top1": math.nan})
+
+        alarm = events(run.path, "nonfinite")[0]
+        assert alarm["field"] == "/scores/top1"
+        assert alarm["last_finite"] == 0.5
+
+    def test_a_none_is_not_an_alarm(self, run_dir: Path) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with Run("r", run_dir, stdout=False) as run:
+                run.log("train_step", step=1, loss=None)
+
+        assert events(run.path, "nonfinite") == []
+
+
+@pytest.mark.usefixtures("path_kind")
+class TestRaiseAndIgnore:
+    def test_raise_writes_the_records_then_raises(self, run_dir: Path) -> None:
+        with Run("r", run_dir, stdout=False, on_nonfinite="raise") as run:
+            run.log("train_step", step=0, loss=0.5)
+            with pytest.raises(FloatingPointError, match=r"at step 1: loss=NaN"):
+                run.log("train_step", step=1, loss=math.nan)
+            with pytest.raises(FloatingPointError):  # every time, as numpy's seterr does
+                run.log("train_step", step=2, loss=math.nan)
+
+        names = [r["event"] for r in events(run.path)]
+        assert names == ["run_start", "train_step", "train_step", "nonfinite", "train_step",
+                         "run_end"]  # fmt: skip
+
+    def test_ignore_writes_null_and_nothing_else(self, run_dir: Path) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with Run("r", run_dir, stdout=False, on_nonfinite="ignore") as run:
+                run.log("train_step", step=1, loss=math.nan)
+
+        assert events(run.path, "nonfinite") == []
+        assert events(run.path, "train_step")[0]["_nonfinite"] == {"/loss": "NaN"}
+
+
+def test_an_unknown_choice_is_refused(run_dir: Path) -> None:
+    with pytest.raises(ValueError, match="on_nonfinite must be 'warn', 'raise' or 'ignore'"):
+        Run("r", run_dir, stdout=False, on_nonfinite="loud")  # type: ignore[arg-type]
+
+
+def test_last_finite_skips_nulls_and_other_events() -> None:
+    tail = (
+        b'{"ts":1,"event":"train_step","run":"r","loss":0.3}\n'
+        b'{"ts":2,"event":"eval","run":"r","loss":9.0}\n'
+        b'{"ts":3,"event":"train_step","run":"r","loss":null,"_nonfinite":{"/loss":"NaN"}}\n'
+    )
+
+    assert last_finite(tail, "train_step", "/loss") == 0.3
+    assert last_finite(tail, "eval", "/loss") == 9.0
+    assert last_finite(tail, "train_step", "/lr") is None

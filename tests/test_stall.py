@@ -1,0 +1,131 @@
+"""Stalls seen from inside: `stall` and `stall_end` records, and the stacks side file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _watching_fakes import manual_watcher
+from runlines import Run
+from runlines.stall import StallWatch, dump_stacks
+
+
+def events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+class TestStallWatch:
+    def test_once_per_stall_then_once_when_progress_resumes(self) -> None:
+        progress = [0]
+        said: list[tuple[str, float]] = []
+        watch = StallWatch(
+            10.0,
+            lambda: progress[0],
+            lambda idle: said.append(("stall", idle)),
+            lambda stalled: said.append(("resume", stalled)),
+            now=0.0,
+        )
+
+        for now in (1.0, 5.0, 9.9, 10.0, 12.0, 30.0):
+            watch.check(now)
+        progress[0] = 100
+        watch.check(31.0)
+        watch.check(40.0)
+
+        assert said == [("stall", 10.0), ("resume", 31.0)]
+
+    def test_progress_that_keeps_moving_is_never_a_stall(self) -> None:
+        progress = [0]
+        said: list[float] = []
+        watch = StallWatch(5.0, lambda: progress[0], said.append, said.append, now=0.0)
+
+        for second in range(1, 60):
+            progress[0] += 1
+            watch.check(float(second))
+
+        assert said == []
+
+    def test_checks_about_ten_times_per_stall_after(self) -> None:
+        watch = StallWatch(60.0, lambda: 0, print, print, now=0.0)
+
+        assert watch.check(0.0) == 5.0
+        assert StallWatch(1.0, lambda: 0, print, print, now=0.0).every_s == 0.1
+
+
+def test_dump_stacks_names_every_thread(tmp_path: Path) -> None:
+    path = tmp_path / "stacks.txt"
+
+    count = dump_stacks(path)
+
+    text = path.read_text()
+    assert count >= 1
+    assert '"MainThread"' in text
+    assert "test_dump_stacks_names_every_thread" in text
+
+
+class TestRecords:
+    def test_stall_record_stacks_file_and_stall_end(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+
+        with Run("r", run_dir, stdout=False, system=False, stall_after=30) as run:
+            run.log("train_step", step=1)
+            for _ in range(40):
+                clock.tick(1.0)
+                watcher.run_due()
+            run.log("train_step", step=2)
+            for _ in range(5):  # checks run every 3 s (a tenth of stall_after)
+                clock.tick(1.0)
+                watcher.run_due()
+
+        names = [r["event"] for r in events(run.path)]
+        assert names == ["run_start", "train_step", "stall", "train_step", "stall_end", "run_end"]
+        stall = events(run.path)[2]
+        assert 30.0 <= stall["idle_s"] <= 33.0
+        assert stall["threads"] >= 1
+        stacks = run_dir / stall["stacks"]
+        assert stacks.parent == run.artifacts_dir
+        assert "test_stall_record_stacks_file_and_stall_end" in stacks.read_text()
+        assert events(run.path)[4]["stalled_s"] == pytest.approx(42.0, abs=4.0)
+
+    def test_the_runs_own_system_records_are_no_sign_of_life(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+
+        class Sampler:
+            def start(self, now: float) -> None:
+                pass
+
+            def sample(self, now: float) -> dict[str, Any]:
+                return {"cpu_percent": 1.0}
+
+        monkeypatch.setattr("runlines.system.SystemSampler", Sampler)
+
+        with Run("r", run_dir, stdout=False, system=1.0, stall_after=10) as run:
+            for _ in range(15):
+                clock.tick(1.0)
+                watcher.run_due()
+
+        names = [r["event"] for r in events(run.path)]
+        assert names.count("stall") == 1
+        assert "stall_end" not in names
+        assert names.count("system") >= 10
+
+    def test_off_by_default(self, run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+
+        with Run("r", run_dir, stdout=False, system=False) as run:
+            clock.tick(3600.0)
+            watcher.run_due()
+
+        assert "stall" not in [r["event"] for r in events(run.path)]
+
+    @pytest.mark.parametrize("bad", [0, -5, "60", True])
+    def test_a_bad_stall_after_is_refused(self, run_dir: Path, bad: Any) -> None:
+        with pytest.raises(ValueError, match="stall_after must be a number of seconds"):
+            Run("r", run_dir, stdout=False, stall_after=bad)
