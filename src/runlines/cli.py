@@ -18,6 +18,7 @@ from runlines._cli_scale import add_commands as add_scale_commands
 from runlines._version import __version__
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
+from runlines.serve._cli import add_parser as add_serve_command
 
 __all__ = ["follow", "main"]
 
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_compare(commands, "plot", "plot a metric per run to a PNG")
     _add_which(commands)
     add_scale_commands(commands)
+    add_serve_command(commands)
     return parser
 
 

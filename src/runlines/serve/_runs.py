@@ -1,0 +1,247 @@
+"""The runs the dashboard shows: found under its sources, each followed file by file."""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TypeGuard
+
+from runlines.errors import ReadError
+from runlines.reading import LOG_SUFFIX, is_locked, log_file
+from runlines.serve._series import Series
+from runlines.serve._summary_standin import RunSummary  # STAND-IN: see its module docstring
+from runlines.serve._tail import LogTail
+
+_LIFECYCLE: Final = frozenset({"run_start", "run_end", "artifact", "signal"})
+_NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
+_ENV_FIELDS: Final = (
+    "host", "pid", "python", "runlines", "argv", "cwd", "git_commit", "git_dirty", "world_size",
+    "id", "resume_step",
+)  # fmt: skip
+SPAN_EVENT: Final = "span"
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass
+class _File:
+    """One log file of a run (rank 0 or another rank) and what was read of it."""
+
+    rank: int
+    tail: LogTail
+    series: dict[tuple[str, str], Series] = field(default_factory=dict)
+    last_step: float = 0.0
+    last: dict[str, Any] = field(default_factory=dict)  # "<event>.<field>": last value
+    spans: dict[str, list[float]] = field(default_factory=dict)  # name: [count, total, max]
+
+    def take(self, record: Mapping[str, Any]) -> None:
+        event = record.get("event")
+        if not isinstance(event, str) or event in _LIFECYCLE:
+            return
+        ts = record.get("ts")
+        ts = float(ts) if _is_number(ts) else math.nan
+        step = record.get("step")
+        if _is_number(step):
+            self.last_step = float(step)
+        if event == SPAN_EVENT:
+            name, value = record.get("name"), record.get("duration_s")
+            if isinstance(name, str) and _is_number(value):
+                self._add(event, name, ts, float(value))
+                stats = self.spans.setdefault(name, [0, 0.0, 0.0])
+                stats[0] += 1
+                stats[1] += float(value)
+                stats[2] = max(stats[2], float(value))
+            return
+        for name, value in record.items():
+            if name not in _NOT_SERIES and _is_number(value):
+                self._add(event, name, ts, float(value))
+
+    def _add(self, event: str, name: str, ts: float, value: float) -> None:
+        series = self.series.get((event, name))
+        if series is None:
+            series = self.series[(event, name)] = Series()
+        series.add(self.last_step, ts, value)
+        self.last[f"{event}.{name}"] = value
+
+
+class RunState:
+    """One run: its log, its rank files, its table row, and what its page shows."""
+
+    def __init__(self, label: str, path: Path) -> None:
+        self.label = label
+        self.path = path
+        self.summary = RunSummary(path, label=label)
+        self.files: dict[int, _File] = {0: _File(0, LogTail(path))}
+        self.attempts: list[dict[str, Any]] = []
+        self.artifacts: list[dict[str, Any]] = []
+        self.signals: list[dict[str, Any]] = []
+        self.config: Any = None
+        self.environment: dict[str, Any] = {}
+        self.started_ts: float | None = None
+        self.last_ts: float | None = None
+        self.version = 0  # records taken, over all files: a client's "since"
+
+    def add_rank(self, rank: int, path: Path) -> None:
+        if rank not in self.files:
+            self.files[rank] = _File(rank, LogTail(path))
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(f.tail.bytes_read for f in self.files.values())
+
+    def refresh(self) -> None:
+        """Read what every file of the run gained since the last refresh."""
+        for rank, log in sorted(self.files.items()):
+            for record in log.tail.poll():
+                self.version += 1
+                log.take(record)
+                if rank == 0:
+                    self._take_main(record)
+
+    def _take_main(self, record: dict[str, Any]) -> None:
+        self.summary.add(record)
+        ts = record.get("ts")
+        if _is_number(ts) and math.isfinite(ts):
+            self.started_ts = ts if self.started_ts is None else self.started_ts
+            self.last_ts = ts
+        event = record.get("event")
+        if event == "run_start":
+            self.config = record.get("config")
+            self.environment = {k: record[k] for k in _ENV_FIELDS if k in record}
+            self.attempts.append({"attempt": record.get("attempt"), "start": record, "end": None})
+        elif event == "run_end" and self.attempts:
+            self.attempts[-1]["end"] = record
+        elif event == "artifact":
+            self.artifacts.append(record)
+        elif event == "signal":
+            self.signals.append(record)
+
+    def is_ended(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1]["end"] is not None
+
+    def row(self, now: float) -> dict[str, Any]:
+        """The run table's row, with how much of the log could not be read."""
+        alive = None if self.is_ended() else is_locked(self.path)
+        row = self.summary.row(alive=alive, now=now)
+        main = self.files[0].tail
+        row["_torn_lines"] = main.torn_lines + (1 if main.pending_bytes and not alive else 0)
+        row["_pending_bytes"] = main.pending_bytes if alive else 0
+        row["_records"] = main.records
+        row["_ranks"] = sorted(self.files)
+        return row
+
+
+class RunStore:
+    """The runs under *sources*, found again and refreshed at most every *min_interval_s*."""
+
+    def __init__(
+        self,
+        sources: Sequence[str | os.PathLike[str]],
+        *,
+        min_interval_s: float = 0.5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not sources:
+            sources = ["."]
+        self.roots = [_checked_source(Path(s)) for s in sources]
+        self._min_interval_s = min_interval_s
+        self._clock = clock
+        self._last_refresh: float | None = None
+        self._lock = threading.Lock()
+        self.runs: dict[str, RunState] = {}
+
+    @property
+    def lock(self) -> threading.Lock:
+        return self._lock
+
+    def refresh(self, *, force: bool = False) -> None:
+        """Find new logs and read what every log gained; at most once per interval."""
+        now = self._clock()
+        last = self._last_refresh
+        if not force and last is not None and now - last < self._min_interval_s:
+            return
+        self._last_refresh = now
+        self._discover()
+        for run in self.runs.values():
+            run.refresh()
+
+    def _discover(self) -> None:
+        found = sorted(set(self._logs()))
+        labels = _labels([path for path, rank in found if rank is None], self._common_root())
+        by_path = {run.path: run for run in self.runs.values()}
+        for path, label in labels.items():
+            if path not in by_path:
+                if label in self.runs:  # a name that a run found earlier holds: use the path
+                    label = _relative(path, self._common_root())
+                by_path[path] = self.runs[label] = RunState(label, path)
+        for path, rank in found:
+            if rank is not None:
+                main = by_path.get(path.with_name(log_file(path).run + LOG_SUFFIX))
+                if main is not None:
+                    main.add_rank(rank, path)
+
+    def _common_root(self) -> Path:
+        folders = [r if r.is_dir() else r.parent for r in self.roots]
+        return Path(os.path.commonpath(folders)) if folders else Path()
+
+    def _logs(self) -> Iterator[tuple[Path, int | None]]:
+        for root in self.roots:
+            if root.is_file():
+                yield root, log_file(root).rank
+                continue
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if not d.endswith(".artifacts"))
+                for name in files:
+                    path = Path(folder, name)
+                    if name.endswith(LOG_SUFFIX) and is_inside(path, root):
+                        yield path, log_file(path).rank
+
+    def allowed(self, path: Path) -> bool:
+        """Return whether *path* lies, symlinks resolved, inside one of the sources."""
+        return any(is_inside(path, r if r.is_dir() else r.parent) for r in self.roots)
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Return whether *path*, symlinks resolved, is *root* or lies under it."""
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return resolved == root.resolve() or resolved.is_relative_to(root.resolve())
+
+
+def _checked_source(source: Path) -> Path:
+    if source.is_dir() or (source.is_file() and source.name.endswith(LOG_SUFFIX)):
+        return source.absolute()
+    if not source.exists():
+        msg = f"no such log or folder: {source}; pass .jsonl log files or folders of logs"
+    else:
+        msg = f"{source} is not a .jsonl log; pass .jsonl log files or folders of logs"
+    raise ReadError(msg, str(source))
+
+
+def _labels(paths: Sequence[Path], root: Path) -> dict[Path, str]:
+    """Name each run by its run name, or by its path under *root* where names collide."""
+    names: dict[str, int] = {}
+    for path in paths:
+        names[log_file(path).run] = names.get(log_file(path).run, 0) + 1
+    labels = {}
+    for path in paths:
+        run = log_file(path).run
+        labels[path] = _relative(path, root) if names[run] > 1 else run
+    return labels
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        relative = path
+    return relative.with_name(log_file(path).run).as_posix()
