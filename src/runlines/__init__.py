@@ -20,6 +20,7 @@ from runlines.run import Run
 
 if typing.TYPE_CHECKING:
     from runlines.reading import compare, iter_events, load
+    from runlines.serve import serve
     from runlines.sql import export, query
 
 __all__ = [
@@ -38,12 +39,14 @@ __all__ = [
     "iter_events",
     "load",
     "query",
+    "serve",
 ]
 
 # The read side is imported on first use: a training process that only writes never pays for it.
 _LAZY = {
     **dict.fromkeys(("compare", "iter_events", "load"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
+    "serve": "runlines.serve",
 }
 
 

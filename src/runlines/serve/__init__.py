@@ -13,6 +13,7 @@ import secrets
 import sys
 import threading
 import time
+import types
 import webbrowser
 from typing import Final
 
@@ -120,3 +121,23 @@ def serve(
         pass
     finally:
         server.stop()
+
+
+class _CallableModule(types.ModuleType):
+    """This package, callable like `serve()`.
+
+    Importing `runlines.serve` binds the package, not the function, to the name `serve` of
+    `runlines`; so that `runlines.serve(...)` works either way, the package calls `serve`.
+    """
+
+    def __call__(
+        self,
+        *sources: str | os.PathLike[str],
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        open_browser: bool = False,
+    ) -> None:
+        serve(*sources, host=host, port=port, open_browser=open_browser)
+
+
+sys.modules[__name__].__class__ = _CallableModule

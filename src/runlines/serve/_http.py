@@ -147,14 +147,13 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page: {path}; see docs/dashboard.md")
         store = self.server.store
         with store.lock:
-            store.refresh()
+            store.refresh(query.get("run"))
             value = api(store, query, self.server.clock())
         return dumps(value), "application/json", {"Cache-Control": "no-store"}
 
     def _artifact(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
         store = self.server.store
         with store.lock:
-            store.refresh()
             run = _run(store, query)
             wanted = _param(query, "path")
             known = {a.get("path") for a in run.artifacts if isinstance(a.get("path"), str)}

@@ -139,13 +139,13 @@ class RunState:
 
 
 class RunStore:
-    """The runs under *sources*, found again and refreshed at most every *min_interval_s*."""
+    """The runs under *sources* (default: the current folder), log folders walked recursively."""
 
     def __init__(
         self,
         sources: Sequence[str | os.PathLike[str]],
         *,
-        min_interval_s: float = 0.5,
+        min_interval_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not sources:
@@ -161,16 +161,22 @@ class RunStore:
     def lock(self) -> threading.Lock:
         return self._lock
 
-    def refresh(self, *, force: bool = False) -> None:
-        """Find new logs and read what every log gained; at most once per interval."""
+    def refresh(self, run: str | None = None, *, force: bool = False) -> None:
+        """Read what the logs gained: every run's, or only *run*'s.
+
+        New logs are looked for at most once per interval (walking folders costs more than
+        a stat); *force* looks now.
+        """
         now = self._clock()
         last = self._last_refresh
-        if not force and last is not None and now - last < self._min_interval_s:
-            return
-        self._last_refresh = now
-        self._discover()
-        for run in self.runs.values():
-            run.refresh()
+        if force or last is None or now - last >= self._min_interval_s:
+            self._last_refresh = now
+            self._discover()
+        if run is None:
+            for state in self.runs.values():
+                state.refresh()
+        elif run in self.runs:
+            self.runs[run].refresh()
 
     def _discover(self) -> None:
         found = sorted(set(self._logs()))
