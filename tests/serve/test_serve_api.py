@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
+
 from _logs import T0, line, train, write
 from conftest import Client, png_bytes
-
 from runlines import Run
 from runlines.serve import Server
 
@@ -145,10 +145,12 @@ class TestRunPage:
     ) -> None:
         picture = serve_dir / "sample.png"
         picture.write_bytes(png_bytes())
-        with pytest.raises(ValueError, match="boom"):
-            with Run("r", serve_dir, stdout=False, config={"lr": 0.1}) as run:
-                run.log("train_step", step=1, loss=1.0)
-                raise ValueError("boom")
+        with (
+            pytest.raises(ValueError, match="boom"),
+            Run("r", serve_dir, stdout=False, config={"lr": 0.1}) as run,
+        ):
+            run.log("train_step", step=1, loss=1.0)
+            raise ValueError("boom")
         with Run("r", serve_dir, stdout=False, config={"lr": 0.1}, resume_step=1) as run:
             with run.span("forward"):
                 run.log("train_step", step=2, loss=0.5)
@@ -268,7 +270,8 @@ class TestSafety:
                 client.request("/static/app.js")[0],  # the page's own code holds no data
             ]
 
-        assert token and f"?token={token}" in server.url
+        assert token
+        assert f"?token={token}" in server.url
         assert refused == [401, 401, 401]
         assert allowed == [200, 200, 200, 200]
 
@@ -284,9 +287,12 @@ class TestPackage:
         script = client.request("/static/vendor/uPlot.iife.min.js")
         license_text = client.request("/static/vendor/LICENSE")[2].decode()
 
-        assert page[0] == 200 and b"/static/app.js" in page[2]
-        assert script[0] == 200 and script[1]["Content-Type"].startswith("text/javascript")
-        assert "MIT" in license_text and "Leon Sorokin" in license_text
+        assert page[0] == 200
+        assert b"/static/app.js" in page[2]
+        assert script[0] == 200
+        assert script[1]["Content-Type"].startswith("text/javascript")
+        assert "MIT" in license_text
+        assert "Leon Sorokin" in license_text
 
     def test_runlines_serve_is_callable_after_the_package_is_imported(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], serve_dir: Path
@@ -327,7 +333,7 @@ class TestPackage:
     def test_a_missing_source_is_an_error_that_says_what_to_pass(self, tmp_path: Path) -> None:
         from runlines.errors import ReadError
 
-        with pytest.raises(ReadError, match="pass .jsonl log files or folders"):
+        with pytest.raises(ReadError, match=r"pass \.jsonl log files or folders"):
             Server(tmp_path / "missing", port=0)
 
 

@@ -6,7 +6,6 @@ import random
 from pathlib import Path
 
 from _logs import line, write
-
 from runlines.serve._runs import RunStore
 from runlines.serve._series import MAX_BUCKETS, Series
 from runlines.serve._tail import LogTail
@@ -98,9 +97,11 @@ class TestSeries:
 
         assert len(points["y"]) <= 2 * MAX_BUCKETS + 2
         assert series.level > 1
-        assert max(points["y"]) == 50.0 and min(points["y"]) == -50.0
+        assert max(points["y"]) == 50.0
+        assert min(points["y"]) == -50.0
         spike = points["y"].index(50.0)
-        assert points["step"][spike] == 54_321 and points["ts"][spike] == 1000.0 + 54_321
+        assert points["step"][spike] == 54_321
+        assert points["ts"][spike] == 1000.0 + 54_321
         assert points["step"] == sorted(points["step"])  # min and max kept in record order
         assert points["count"] == 100_000
 
@@ -112,12 +113,13 @@ class TestSeries:
         points = series.points()
         level = points["level"]
         buckets: dict[int, list[float]] = {}
-        for step, y in zip(points["step"], points["y"]):
+        for step, y in zip(points["step"], points["y"], strict=True):
             buckets.setdefault(int(step) // level, []).append(y)
 
         for number, kept in buckets.items():
             raw = [float(s % 97) for s in range(number * level, min((number + 1) * level, 10_000))]
-            assert min(kept) == min(raw) and max(kept) == max(raw)
+            assert min(kept) == min(raw)
+            assert max(kept) == max(raw)
 
     def test_a_sparse_series_beside_a_dense_one_is_never_dropped(self, tmp_path: Path) -> None:
         lines = []
