@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
+from _serve_helpers import Client, png_bytes
 
 from _logs import T0, line, train, write
-from conftest import Client, png_bytes
 from runlines import Run
 from runlines.serve import Server
 

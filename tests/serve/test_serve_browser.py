@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _logs import T0, line, train, write
-from conftest import png_bytes
+from _serve_helpers import png_bytes
 
+from _logs import T0, line, train, write
 from runlines import Run
 from runlines.serve import Server
 
