@@ -24,6 +24,8 @@ __all__ = ["Server", "serve"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
+_CATCH_UP_BYTES: Final = 4 << 20  # per file and turn: requests wait at most one such slice
+_IDLE_POLL_S: Final = 0.5
 
 
 def is_loopback(host: str) -> bool:
@@ -59,6 +61,14 @@ class Server:
         self._http.loopback = loopback
         self._http.clock = time.time
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="runlines-reader", daemon=True)
+
+    def _read(self) -> None:
+        """Read the logs' history and what they gain, a bounded slice of each file at a time."""
+        while not self._stopping.is_set():
+            if self.store.catch_up(_CATCH_UP_BYTES) == 0:
+                self._stopping.wait(_IDLE_POLL_S)
 
     @property
     def url(self) -> str:
@@ -71,16 +81,21 @@ class Server:
 
     def start(self) -> Server:
         """Serve in a background thread; return self."""
+        self._reader.start()
         self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
         self._thread.start()
         return self
 
     def serve_forever(self) -> None:
         """Serve in this thread until `stop()` or KeyboardInterrupt."""
+        self._reader.start()
         self._http.serve_forever()
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving and reading, and close the socket."""
+        self._stopping.set()
+        if self._reader.is_alive():
+            self._reader.join()
         if self._thread is not None:
             self._http.shutdown()
             self._thread.join()

@@ -27,6 +27,7 @@ _STATIC_FILES: Final = (
     "vendor/uPlot.min.css",
     "vendor/LICENSE",
 )
+REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
 _IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 _LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _CSP: Final = (
@@ -147,7 +148,10 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page: {path}; see docs/dashboard.md")
         store = self.server.store
         with store.lock:
-            store.refresh(query.get("run"))
+            # what a poll brings is small; a long history is read by the catch-up thread
+            # the run table looks for new logs each time; the reader thread once a second
+            run = query.get("run")
+            store.refresh(run, force=run is None, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             value = api(store, query, self.server.clock())
         return dumps(value), "application/json", {"Cache-Control": "no-store"}
 

@@ -26,6 +26,10 @@ _ENV_FIELDS: Final = (
 SPAN_EVENT: Final = "span"
 
 
+# The exact types decoded JSON numbers have: no bool, which is an int to isinstance
+_NUMERIC: Final = frozenset({int, float})
+
+
 def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
@@ -37,38 +41,47 @@ class _File:
     rank: int
     tail: LogTail
     series: dict[tuple[str, str], Series] = field(default_factory=dict)
-    last_step: float = 0.0
-    last: dict[str, Any] = field(default_factory=dict)  # "<event>.<field>": last value
+    last_step: float = 0  # the step of the last record that had one
     spans: dict[str, list[float]] = field(default_factory=dict)  # name: [count, total, max]
 
     def take(self, record: Mapping[str, Any]) -> None:
         event = record.get("event")
-        if not isinstance(event, str) or event in _LIFECYCLE:
+        if type(event) is not str or event in _LIFECYCLE:
             return
-        ts = record.get("ts")
-        ts = float(ts) if _is_number(ts) else math.nan
-        step = record.get("step")
-        if _is_number(step):
-            self.last_step = float(step)
+        stamp: Any = record.get("ts")
+        ts = float(stamp) if type(stamp) in _NUMERIC else math.nan
+        step: Any = record.get("step")
+        if type(step) in _NUMERIC:
+            self.last_step = step
         if event == SPAN_EVENT:
-            name, value = record.get("name"), record.get("duration_s")
-            if isinstance(name, str) and _is_number(value):
-                self._add(event, name, ts, float(value))
-                stats = self.spans.setdefault(name, [0, 0.0, 0.0])
-                stats[0] += 1
-                stats[1] += float(value)
-                stats[2] = max(stats[2], float(value))
+            self._take_span(record, ts)
             return
+        series = self.series
         for name, value in record.items():
-            if name not in _NOT_SERIES and _is_number(value):
-                self._add(event, name, ts, float(value))
+            if type(value) in _NUMERIC and name not in _NOT_SERIES:
+                line = series.get((event, name))
+                if line is None:
+                    line = series[(event, name)] = Series()
+                line.add(self.last_step, ts, value)
 
-    def _add(self, event: str, name: str, ts: float, value: float) -> None:
-        series = self.series.get((event, name))
-        if series is None:
-            series = self.series[(event, name)] = Series()
-        series.add(self.last_step, ts, value)
-        self.last[f"{event}.{name}"] = value
+    def _take_span(self, record: Mapping[str, Any], ts: float) -> None:
+        name: Any = record.get("name")
+        value: Any = record.get("duration_s")
+        if type(name) is not str or type(value) not in _NUMERIC:
+            return
+        line = self.series.get((SPAN_EVENT, name))
+        if line is None:
+            line = self.series[(SPAN_EVENT, name)] = Series()
+        line.add(self.last_step, ts, value)
+        stats = self.spans.setdefault(name, [0, 0.0, 0.0])
+        stats[0] += 1
+        stats[1] += value
+        stats[2] = max(stats[2], value)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        """The last value of each series, finite or not, as ``<event>.<field>``."""
+        return {f"{event}.{name}": line.last for (event, name), line in self.series.items()}
 
 
 class RunState:
@@ -96,10 +109,14 @@ class RunState:
     def bytes_read(self) -> int:
         return sum(f.tail.bytes_read for f in self.files.values())
 
-    def refresh(self) -> None:
-        """Read what every file of the run gained since the last refresh."""
+    def behind(self) -> int:
+        """Return the bytes of the run's files not read yet, by a fresh stat of each."""
+        return sum(log.tail.behind() for log in self.files.values())
+
+    def refresh(self, max_bytes: int | None = None) -> None:
+        """Read what every file of the run gained, at most *max_bytes* of each."""
         for rank, log in sorted(self.files.items()):
-            for record in log.tail.poll():
+            for record in log.tail.poll(max_bytes):
                 self.version += 1
                 log.take(record)
                 if rank == 0:
@@ -135,6 +152,7 @@ class RunState:
         row["_pending_bytes"] = main.pending_bytes if alive else 0
         row["_records"] = main.records
         row["_ranks"] = sorted(self.files)
+        row["_bytes_behind"] = sum(log.tail.size - log.tail.offset for log in self.files.values())
         return row
 
 
@@ -161,22 +179,47 @@ class RunStore:
     def lock(self) -> threading.Lock:
         return self._lock
 
-    def refresh(self, run: str | None = None, *, force: bool = False) -> None:
+    def refresh(
+        self,
+        run: str | None = None,
+        *,
+        force: bool = False,
+        max_bytes: int | None = None,
+        skip_behind: bool = False,
+    ) -> None:
         """Read what the logs gained: every run's, or only *run*'s.
 
-        New logs are looked for at most once per interval (walking folders costs more than
-        a stat); *force* looks now.
+        New logs are looked for at most once per interval (walking folders costs more than a
+        stat); *force*, or a *run* not known yet, looks now. *max_bytes* bounds what each file
+        is read; with *skip_behind*, a run further behind than that is left to `catch_up`.
         """
+        self._discover_if_due(force=force or (run is not None and run not in self.runs))
+        chosen = self.runs.values() if run is None else [self.runs[run]] if run in self.runs else []
+        for state in chosen:
+            if not skip_behind or max_bytes is None or state.behind() <= max_bytes:
+                state.refresh(max_bytes)
+
+    def catch_up(self, max_bytes: int) -> int:
+        """Read up to *max_bytes* of each file, one run at a time under the lock; return the
+        bytes read, so that a first look at a large history never blocks requests for long."""
+        read = 0
+        with self._lock:
+            self._discover_if_due()
+            labels = list(self.runs)
+        for label in labels:
+            with self._lock:
+                run = self.runs[label]
+                before = run.bytes_read
+                run.refresh(max_bytes)
+                read += run.bytes_read - before
+        return read
+
+    def _discover_if_due(self, *, force: bool = False) -> None:
         now = self._clock()
         last = self._last_refresh
         if force or last is None or now - last >= self._min_interval_s:
             self._last_refresh = now
             self._discover()
-        if run is None:
-            for state in self.runs.values():
-                state.refresh()
-        elif run in self.runs:
-            self.runs[run].refresh()
 
     def _discover(self) -> None:
         found = sorted(set(self._logs()))

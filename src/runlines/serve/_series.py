@@ -32,6 +32,7 @@ class Series:
         self.level = 1
         self.count = 0  # finite values
         self.nonfinite = 0
+        self.last: float | None = None  # the last value, finite or not
         self.marks: list[tuple[float, float, str]] = []  # (step, ts, name), the first MAX_MARKS
         self._buckets: list[tuple[_Point, _Point]] = []  # closed buckets: (min, max)
         self._open: tuple[_Point, _Point] | None = None
@@ -39,21 +40,24 @@ class Series:
 
     def add(self, step: float, ts: float, value: float) -> None:
         """Take one value, logged at *step* and wall time *ts*."""
-        if not math.isfinite(value):
+        self.last = value
+        if value - value != 0.0:  # NaN or an infinity; cheaper than math.isfinite per value
             self.nonfinite += 1
             if len(self.marks) < MAX_MARKS:
                 self.marks.append((step, ts, nonfinite_name(value)))
             return
         point = (self.count, step, ts, value)
         self.count += 1
-        if self._open is None:
+        opened = self._open
+        if opened is None:
             self._open = (point, point)
-        else:
-            low, high = self._open
-            self._open = (point if value < low[3] else low, point if value > high[3] else high)
+        elif value < opened[0][3]:
+            self._open = (point, opened[1])
+        elif value > opened[1][3]:
+            self._open = (opened[0], point)
         self._open_count += 1
         if self._open_count >= self.level:
-            self._buckets.append(self._open)
+            self._buckets.append(self._open)  # type: ignore[arg-type]
             self._open, self._open_count = None, 0
             if len(self._buckets) > MAX_BUCKETS:
                 self._merge()

@@ -7,7 +7,6 @@ imported in one place only, `runlines.serve._runs`.
 from __future__ import annotations
 
 import datetime
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +20,8 @@ _NOT_METRICS: Final = frozenset(
 _LOWER_IS_BETTER: Final = frozenset({"loss", "perplexity", "error", "wer", "cer"})
 _HIGHER_IS_BETTER: Final = frozenset({"accuracy", "precision", "recall", "f1", "auc", "bleu"})
 _STALLED_AFTER_S: Final = 300.0
+_NUMERIC: Final = frozenset({int, float})  # decoded JSON numbers; bool is left out
+_DIRECTIONS: dict[str, int] = {}  # field name: _direction(), filled as names are met
 
 
 def _direction(field: str) -> int:
@@ -54,16 +55,39 @@ class RunSummary:
         self._last_ts: float | None = None
         self._step: Any = None
         self._config: dict[str, Any] = {}
-        self._last: dict[str, Any] = {}
-        self._best: dict[str, float] = {}
+        self._last: dict[tuple[str, str], Any] = {}
+        self._best: dict[tuple[str, str], float] = {}
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Take one decoded record, as `iter_events` yields it."""
-        ts = record.get("ts")
-        if _is_number(ts) and math.isfinite(ts):
-            self._first_ts = ts if self._first_ts is None else self._first_ts
+        ts: Any = record.get("ts")
+        if type(ts) in _NUMERIC and ts - ts == 0:
+            if self._first_ts is None:
+                self._first_ts = ts
             self._last_ts = ts
         event = record.get("event")
+        if type(event) is not str:
+            return
+        if event in _LIFECYCLE:
+            self._add_lifecycle(event, record)
+            return
+        step = record.get("step")
+        if type(step) in _NUMERIC:
+            self._step = step
+        last, best = self._last, self._best
+        for field, value in record.items():
+            if type(value) in _NUMERIC and field not in _NOT_METRICS:
+                key = (event, field)
+                last[key] = value
+                direction = _DIRECTIONS.get(field)
+                if direction is None:
+                    direction = _DIRECTIONS[field] = _direction(field)
+                if direction and value - value == 0:  # finite
+                    old = best.get(key)
+                    if old is None or (value - old) * direction > 0:
+                        best[key] = value
+
+    def _add_lifecycle(self, event: str, record: Mapping[str, Any]) -> None:
         if event == "run_start":
             attempt = record.get("attempt")
             self._attempts = int(attempt) if _is_number(attempt) else self._attempts + 1
@@ -75,22 +99,6 @@ class RunSummary:
         elif event == "run_end":
             status = record.get("status")
             self._ended = status if isinstance(status, str) and status else "ok"
-        if not isinstance(event, str) or event in _LIFECYCLE:
-            return
-        if _is_number(record.get("step")):
-            self._step = record["step"]
-        for field, value in record.items():
-            if _is_number(value) and field not in _NOT_METRICS:
-                self._add_metric(f"{event}.{field}", field, value)
-
-    def _add_metric(self, key: str, field: str, value: float) -> None:
-        self._last[key] = value
-        direction = _direction(field)
-        if direction == 0 or not math.isfinite(value):
-            return
-        best = self._best.get(key)
-        if best is None or (value - best) * direction > 0:
-            self._best[key] = value
 
     def row(self, *, alive: bool | None = None, now: float | None = None) -> dict[str, Any]:
         """Return the table row; *alive* says whether a writer holds the log's lock."""
@@ -104,8 +112,8 @@ class RunSummary:
             "step": self._step,
         }
         row.update(self._config)
-        row.update(self._last)
-        row.update({f"{key}.best": value for key, value in self._best.items()})
+        row.update({f"{event}.{field}": value for (event, field), value in self._last.items()})
+        row.update({f"{e}.{f}.best": value for (e, f), value in self._best.items()})
         return row
 
     def _status(self, alive: bool | None, now: float | None) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from runlines.reading import decode_line
 
-_CHUNK_BYTES: Final = 16 << 20
+_CHUNK_BYTES: Final = 1 << 20
 
 
 class LogTail:
@@ -26,6 +26,7 @@ class LogTail:
         self.bytes_read = 0  # all bytes read from the file, over every poll
         self.torn_lines = 0
         self.records = 0
+        self.size = 0  # the file's size at the last look
         self._fragment = b""
         self._identity: tuple[int, int] | None = None
 
@@ -34,22 +35,34 @@ class LogTail:
         """Bytes of a last line that has no newline yet."""
         return len(self._fragment)
 
-    def poll(self) -> Iterator[dict[str, Any]]:
-        """Yield the records completed since the last poll, in file order."""
+    def behind(self) -> int:
+        """Return the bytes not read yet, by a fresh stat; a replaced file starts over."""
         try:
             stat = os.stat(self.path)
         except OSError:  # gone for now: a rotated or deleted log keeps what was read
-            return
+            return 0
         identity = (stat.st_dev, stat.st_ino)
-        end = self.offset + len(self._fragment)
-        if identity != self._identity or stat.st_size < end:  # replaced or truncated
+        if identity != self._identity or stat.st_size < self._end:  # replaced or truncated
             self._restart(identity)
-            end = 0
-        if stat.st_size == end:
+        self.size = stat.st_size
+        return self.size - self._end
+
+    @property
+    def _end(self) -> int:
+        return self.offset + len(self._fragment)
+
+    def poll(self, max_bytes: int | None = None) -> Iterator[dict[str, Any]]:
+        """Yield the records completed since the last poll, in file order.
+
+        Reads at most *max_bytes* (all that was appended when None), in blocks.
+        """
+        left = self.behind() if max_bytes is None else min(self.behind(), max_bytes)
+        if left <= 0:
             return
         with open(self.path, "rb") as stream:
-            stream.seek(end)
-            while block := stream.read(_CHUNK_BYTES):
+            stream.seek(self._end)
+            while left > 0 and (block := stream.read(min(left, _CHUNK_BYTES))):
+                left -= len(block)
                 self.bytes_read += len(block)
                 yield from self._lines(block)
 
