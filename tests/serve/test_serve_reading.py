@@ -177,3 +177,20 @@ class TestStore:
         store.refresh(force=True)
 
         assert sorted(store.runs) == ["a", "b"]
+
+    def test_a_long_history_is_left_to_catch_up_which_reads_it_in_slices(
+        self, tmp_path: Path
+    ) -> None:
+        path = write(tmp_path / "r.jsonl", *(line("train_step", step=i) for i in range(1000)))
+        store = RunStore([tmp_path])
+
+        store.refresh(max_bytes=10_000, skip_behind=True)
+        skipped = store.runs["r"].bytes_read
+        sliced = store.catch_up(10_000)
+        while store.catch_up(10_000):
+            pass
+
+        assert skipped == 0
+        assert sliced == 10_000
+        assert store.runs["r"].bytes_read == path.stat().st_size
+        assert store.runs["r"].files[0].tail.records == 1000

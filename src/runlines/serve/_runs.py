@@ -152,7 +152,9 @@ class RunState:
         row["_pending_bytes"] = main.pending_bytes if alive else 0
         row["_records"] = main.records
         row["_ranks"] = sorted(self.files)
-        row["_bytes_behind"] = sum(log.tail.size - log.tail.offset for log in self.files.values())
+        row["_bytes_behind"] = sum(
+            log.tail.size - log.tail.offset - log.tail.pending_bytes for log in self.files.values()
+        )
         return row
 
 

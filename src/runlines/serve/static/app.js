@@ -419,7 +419,10 @@ async function poll() {
       for (const row of recent.slice(0, 5)) state.selected.add(row.run);
     }
     for (const run of [...state.selected]) if (!state.runs.some((r) => r.run === run)) state.selected.delete(run);
-    document.getElementById("live").classList.remove("off");
+    const live = document.getElementById("live");
+    live.classList.remove("off");
+    const behind = state.runs.reduce((n, r) => n + (r._bytes_behind || 0), 0);
+    live.textContent = behind > 0 ? `reading logs · ${Math.max(1, Math.round(behind / 1048576))} MB to go` : "live";
     if (currentView() === "runs") {
       renderTableIfIdle();
       const changed = await Promise.all([...state.selected].map((run) => fetchSeries(run).catch(() => false)));
