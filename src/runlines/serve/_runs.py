@@ -151,10 +151,14 @@ class RunState:
         row["_torn_lines"] = main.torn_lines + (1 if main.pending_bytes and not alive else 0)
         row["_pending_bytes"] = main.pending_bytes if alive else 0
         row["_records"] = main.records
+        row["_bytes_read"] = self.bytes_read
         row["_ranks"] = sorted(self.files)
-        row["_bytes_behind"] = sum(
+        behind = sum(
             log.tail.size - log.tail.offset - log.tail.pending_bytes for log in self.files.values()
         )
+        row["_bytes_behind"] = behind
+        if behind and not self.is_ended() and not alive:
+            row["status"] = "reading"  # how it ended is further down the file: not known yet
         return row
 
 
