@@ -194,3 +194,23 @@ class TestStore:
         assert sliced == 10_000
         assert store.runs["r"].bytes_read == path.stat().st_size
         assert store.runs["r"].files[0].tail.records == 1000
+
+    def test_a_resumed_attempt_supersedes_the_earlier_records_past_its_step(
+        self, tmp_path: Path
+    ) -> None:
+        write(
+            tmp_path / "r.jsonl",
+            line("run_start", attempt=1),
+            *(line("train_step", step=s, loss=1.0) for s in range(1, 6)),
+            line("train_step", step=6, loss=float("nan")),
+            line("run_start", attempt=2, resume_step=3),
+            *(line("train_step", step=s, loss=0.5) for s in range(4, 7)),
+        )
+        store = RunStore([tmp_path])
+
+        store.refresh()
+        points = store.runs["r"].files[0].series[("train_step", "loss")].points()
+
+        assert points["step"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        assert points["y"] == [1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
+        assert points["marks"] == []

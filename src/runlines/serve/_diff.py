@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 from runlines.reading import iter_events
 from runlines.serve._runs import RunState
 
+_NOT_METRICS = frozenset({"run_start", "run_end", "artifact", "signal"})  # lifecycle records
 # Environment keys worth comparing; host and pid differ between any two processes.
 _ENV_KEYS = ("git_commit", "git_dirty", "python", "runlines", "host", "world_size")
 
@@ -60,7 +61,7 @@ def _by_step(path: Path) -> dict[tuple[str, str], dict[Any, float]]:
         warnings.simplefilter("ignore")  # torn lines: the run table counts them
         for record in iter_events(path):
             step, event = record.get("step"), record.get("event")
-            if not isinstance(event, str) or not _is_number(step):
+            if not isinstance(event, str) or event in _NOT_METRICS or not _is_number(step):
                 continue
             for name, value in record.items():
                 if name not in ("ts", "step") and _is_number(value):

@@ -47,6 +47,8 @@ class _File:
     def take(self, record: Mapping[str, Any]) -> None:
         event = record.get("event")
         if type(event) is not str or event in _LIFECYCLE:
+            if event == "run_start":
+                self._resume(record.get("resume_step"))
             return
         stamp: Any = record.get("ts")
         ts = float(stamp) if type(stamp) in _NUMERIC else math.nan
@@ -63,6 +65,13 @@ class _File:
                 if line is None:
                     line = series[(event, name)] = Series()
                 line.add(self.last_step, ts, value)
+
+    def _resume(self, step: Any) -> None:
+        """Drop what an attempt resumed at *step* supersedes: earlier records past that step."""
+        if type(step) in _NUMERIC:
+            for line in self.series.values():
+                line.drop_after(step)
+            self.last_step = step
 
     def _take_span(self, record: Mapping[str, Any], ts: float) -> None:
         name: Any = record.get("name")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, Final
 
 MAX_BUCKETS: Final = 1000  # a min and a max per bucket: about one pair per pixel of a wide chart
@@ -70,6 +71,15 @@ class Series:
         self._buckets = merged
         self.level *= 2
 
+    def drop_after(self, step: float) -> None:
+        """Forget the points past *step*: a resumed attempt supersedes them."""
+        self._buckets = [b for b in map(_at_most(step), self._buckets) if b is not None]
+        if self._open is not None:
+            self._open = _at_most(step)(self._open)
+            if self._open is None:
+                self._open_count = 0
+        self.marks = [mark for mark in self.marks if mark[0] <= step]
+
     def points(self) -> dict[str, Any]:
         """Return the series as columns (step, ts, y), then its non-finite marks."""
         step: list[float] = []
@@ -94,6 +104,20 @@ class Series:
 
 def _joined(a: tuple[_Point, _Point], b: tuple[_Point, _Point]) -> tuple[_Point, _Point]:
     return (a[0] if a[0][3] <= b[0][3] else b[0], a[1] if a[1][3] >= b[1][3] else b[1])
+
+
+def _at_most(step: float) -> Callable[[tuple[_Point, _Point]], tuple[_Point, _Point] | None]:
+    def kept(bucket: tuple[_Point, _Point]) -> tuple[_Point, _Point] | None:
+        points = [point for point in bucket if point[1] <= step]
+        if not points:
+            return None
+        return (min(points, key=_value), max(points, key=_value))
+
+    return kept
+
+
+def _value(point: _Point) -> float:
+    return point[3]
 
 
 def _in_order(low: _Point, high: _Point) -> tuple[_Point, ...]:
