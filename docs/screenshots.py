@@ -74,16 +74,16 @@ def write_sweep(folder: Path) -> Run:
                 picture = folder / f"samples-{lr:g}-{step}.png"
                 picture.write_bytes(_png(96, 64, seed * 10 + step))
                 run.artifact(f"samples-{step}", path=picture, step=step)
-    config = {"lr": 0.01, "batch_size": 512, "model": "resnet50", "optim": {"name": "adamw"}}
+    config = {"lr": 0.02, "batch_size": 512, "model": "resnet50", "optim": {"name": "adamw"}}
     try:
         with Run("bs512", folder, stdout=False, config=config) as run:
-            _train(run, 0.01, 7, range(1200))
+            _train(run, 0.02, 7, range(1200))
             message = "CUDA out of memory"
             raise MemoryError(message)
     except MemoryError:
         pass
     live = Run("bs512", folder, stdout=False, config=config, resume_step=1000).__enter__()
-    _train(live, 0.01, 8, range(1000, 1800))
+    _train(live, 0.02, 8, range(1000, 1800))
     return live
 
 
