@@ -353,3 +353,21 @@ def test_import_runlines_does_not_import_the_server() -> None:
     )
 
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_ints_beyond_any_float_are_served(serve_dir: Path, client: Client) -> None:
+    huge = 10**400
+    write(
+        serve_dir / "big.jsonl",
+        b'{"ts": %d, "event": "train_step", "run": "big", "step": 1, "tokens": %d}\n'
+        % (huge, huge),
+        line("train_step", "big", step=2, loss=0.5),
+    )
+
+    (row,) = client.json("/api/runs")
+    series = client.json("/api/series?run=big")["series"]
+
+    assert row["step"] == 2
+    assert row["train_step.tokens"] == huge
+    assert {s["field"] for s in series} == {"tokens", "loss"}
+    assert row["started"] == "2026-01-01T00:00:00+00:00"  # from the first ts a calendar holds

@@ -67,7 +67,12 @@ class Server:
     def _read(self) -> None:
         """Read the logs' history and what they gain, a bounded slice of each file at a time."""
         while not self._stopping.is_set():
-            if self.store.catch_up(_CATCH_UP_BYTES) == 0:
+            try:
+                read = self.store.catch_up(_CATCH_UP_BYTES)
+            except Exception as err:  # a bug must not stop the page's updates without a word
+                print(f"runlines: warning: reading the logs failed: {err!r}", file=sys.stderr)
+                read = 0
+            if read == 0:
                 self._stopping.wait(_IDLE_POLL_S)
 
     @property

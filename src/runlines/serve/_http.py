@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import hmac
 import json
 import math
@@ -63,7 +64,11 @@ def dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
     except TypeError:  # an int beyond 64 bits, from a foreign writer
-        return json.dumps(value, default=str).encode()
+        return json.dumps(value, default=_iso).encode()
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime.datetime) else str(value)
 
 
 class DashboardServer(ThreadingHTTPServer):
@@ -108,6 +113,10 @@ class Handler(BaseHTTPRequestHandler):
             body, kind, extra = self._route(url.path, query)
         except ApiError as err:
             self._send_error(err, head=head)
+            return
+        except Exception as err:  # a bug: answer it, and keep serving the other requests
+            message = f"the dashboard failed on {url.path}: {err!r}; please report it"
+            self._send_error(ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, message), head=head)
             return
         self._send(HTTPStatus.OK, body, kind, extra, head=head)
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, log_file
@@ -30,8 +30,14 @@ SPAN_EVENT: Final = "span"
 _NUMERIC: Final = frozenset({int, float})
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def as_float(value: Any) -> float:
+    """Return a JSON number as a float; NaN for anything else, or an int beyond any float."""
+    if type(value) is float:
+        return value
+    try:
+        return float(value) if type(value) is int else math.nan
+    except OverflowError:  # a foreign writer's int of 400 digits
+        return math.nan
 
 
 @dataclass
@@ -50,8 +56,7 @@ class _File:
             if event == "run_start":
                 self._resume(record.get("resume_step"))
             return
-        stamp: Any = record.get("ts")
-        ts = float(stamp) if type(stamp) in _NUMERIC else math.nan
+        ts = as_float(record.get("ts"))
         step: Any = record.get("step")
         if type(step) in _NUMERIC:
             self.last_step = step
@@ -133,8 +138,8 @@ class RunState:
 
     def _take_main(self, record: dict[str, Any]) -> None:
         self.summary.add(record)
-        ts = record.get("ts")
-        if _is_number(ts) and math.isfinite(ts):
+        ts = as_float(record.get("ts"))
+        if math.isfinite(ts):
             self.started_ts = ts if self.started_ts is None else self.started_ts
             self.last_ts = ts
         event = record.get("event")

@@ -61,7 +61,7 @@ class RunSummary:
     def add(self, record: Mapping[str, Any]) -> None:
         """Take one decoded record, as `iter_events` yields it."""
         ts: Any = record.get("ts")
-        if type(ts) in _NUMERIC and ts - ts == 0:
+        if (type(ts) is float and ts - ts == 0) or (type(ts) is int and abs(ts) < 2**53):
             if self._first_ts is None:
                 self._first_ts = ts
             self._last_ts = ts
@@ -126,7 +126,10 @@ class RunSummary:
 
 
 def _utc(ts: float | None) -> datetime.datetime | None:
-    return None if ts is None else datetime.datetime.fromtimestamp(ts, tz=datetime.timezone.utc)
+    try:
+        return None if ts is None else datetime.datetime.fromtimestamp(ts, datetime.timezone.utc)
+    except (OverflowError, ValueError, OSError):  # a ts no calendar holds, from a foreign writer
+        return None
 
 
 def _duration(first: float | None, last: float | None) -> float | None:
