@@ -371,3 +371,10 @@ def test_ints_beyond_any_float_are_served(serve_dir: Path, client: Client) -> No
     assert row["train_step.tokens"] == huge
     assert {s["field"] for s in series} == {"tokens", "loss"}
     assert row["started"] == "2026-01-01T00:00:00+00:00"  # from the first ts a calendar holds
+
+
+def test_a_port_in_use_is_an_error_that_says_to_pick_another(server: Server) -> None:
+    port = int(server.url.rsplit(":", 1)[1].strip("/"))
+
+    with pytest.raises(OSError, match="pick another --port, or 0"):
+        Server(port=port)

@@ -55,7 +55,11 @@ class Server:
         self.store = RunStore(sources)
         loopback = is_loopback(host)
         self.token = token if token is not None or loopback else secrets.token_urlsafe(24)
-        self._http = DashboardServer((host, port), Handler)
+        try:
+            self._http = DashboardServer((host, port), Handler)
+        except OSError as err:
+            msg = f"cannot listen on {host}:{port} ({err.strerror}); pick another --port, or 0"
+            raise OSError(err.errno, msg) from err
         self._http.store = self.store
         self._http.token = self.token
         self._http.loopback = loopback
