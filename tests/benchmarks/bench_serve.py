@@ -217,6 +217,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="records per run x this")
     parser.add_argument("--tb-runs", type=int, default=10, help="runs in the TensorBoard check")
     parser.add_argument("--only-big", action="store_true", help="only the run of 10M x scale")
+    parser.add_argument("--skip-load", action="store_true", help="only the live run and TensorBoard")
     args = parser.parse_args()
     fleet_records = int(100_000 * args.scale)
     big_records = int(10_000_000 * args.scale)
@@ -226,6 +227,8 @@ def main() -> None:
         print("| logs | MiB on disk | table | first chart | fully read | RSS MiB | peak MiB |")
         print("|---|---:|---:|---:|---:|---:|---:|")
         sizes = [(1, big_records)] if args.only_big else [(100, fleet_records), (1, big_records)]
+        if args.skip_load:
+            sizes = []
         for runs, records in sizes:
             folder, size = _fleet(base, runs, records)
             got = measure_server(folder)
