@@ -217,7 +217,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="records per run x this")
     parser.add_argument("--tb-runs", type=int, default=10, help="runs in the TensorBoard check")
     parser.add_argument("--only-big", action="store_true", help="only the run of 10M x scale")
-    parser.add_argument("--skip-load", action="store_true", help="only the live run and TensorBoard")
+    parser.add_argument("--skip-load", action="store_true", help="live run, TensorBoard only")
     args = parser.parse_args()
     fleet_records = int(100_000 * args.scale)
     big_records = int(10_000_000 * args.scale)
