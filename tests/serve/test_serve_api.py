@@ -378,3 +378,19 @@ def test_a_port_in_use_is_an_error_that_says_to_pick_another(server: Server) -> 
 
     with pytest.raises(OSError, match="pick another --port, or 0"):
         Server(port=port)
+
+
+def test_the_cli_imports_the_http_server_only_for_serve() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, runlines.cli; print('http.server' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")},
+    )
+
+    assert out.stdout.split() == ["False"]
