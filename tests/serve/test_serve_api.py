@@ -238,6 +238,17 @@ class TestSafety:
         assert runs == ["r"]
         assert status == 403
 
+    def test_an_artifact_record_naming_a_file_outside_the_sources_is_refused(
+        self, tmp_path: Path, serve_dir: Path, client: Client
+    ) -> None:
+        (tmp_path / "secret.png").write_bytes(png_bytes())
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="x", path="../secret.png"))
+
+        status, _, body = client.request("/api/artifact?run=r&path=../secret.png")
+
+        assert status == 403
+        assert b"inside the served folders" in body
+
     def test_the_server_is_read_only(self, serve_dir: Path, client: Client) -> None:
         train(serve_dir, "r", range(1, 3))
         before = _snapshot(serve_dir)
