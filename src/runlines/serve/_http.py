@@ -167,6 +167,7 @@ class Handler(BaseHTTPRequestHandler):
     def _artifact(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
         store = self.server.store
         with store.lock:
+            store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             run = _run(store, query)
             wanted = _param(query, "path")
             known = {a.get("path") for a in run.artifacts if isinstance(a.get("path"), str)}
