@@ -97,9 +97,9 @@ class Handler(BaseHTTPRequestHandler):
         self._answer(head=True)
 
     def _refuse_method(self) -> None:
-        self._send_error(
-            ApiError(HTTPStatus.METHOD_NOT_ALLOWED, "the dashboard is read-only: use GET")
-        )
+        self.close_connection = True  # the request's body is never read
+        error = ApiError(HTTPStatus.METHOD_NOT_ALLOWED, "the dashboard is read-only: use GET")
+        self._send_error(error, extra={"Allow": "GET, HEAD"})
 
     do_POST = do_PUT = do_DELETE = do_PATCH = _refuse_method
 
@@ -210,9 +210,12 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the page went away mid-answer
             self.close_connection = True
 
-    def _send_error(self, err: ApiError, *, head: bool = False) -> None:
+    def _send_error(
+        self, err: ApiError, *, head: bool = False, extra: Mapping[str, str] | None = None
+    ) -> None:
         body = dumps({"error": str(err), "status": int(err.status)})
-        self._send(err.status, body, "application/json", {"Cache-Control": "no-store"}, head=head)
+        headers = {"Cache-Control": "no-store", **(extra or {})}
+        self._send(err.status, body, "application/json", headers, head=head)
 
 
 def _param(query: Mapping[str, str], name: str) -> str:
