@@ -156,7 +156,7 @@ class Handler(BaseHTTPRequestHandler):
         if api is None:
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page: {path}; see docs/dashboard.md")
         store = self.server.store
-        with store.lock:
+        with store.serving():
             # what a poll brings is small; a long history is read by the catch-up thread
             # the run table looks for new logs each time; the reader thread once a second
             run = query.get("run")
@@ -166,7 +166,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _artifact(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
         store = self.server.store
-        with store.lock:
+        with store.serving():
             store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             run = _run(store, query)
             wanted = _param(query, "path")

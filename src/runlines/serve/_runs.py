@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -193,11 +194,28 @@ class RunStore:
         self._clock = clock
         self._last_refresh: float | None = None
         self._lock = threading.Lock()
+        # Requests go first: the reader thread takes the lock only while none is waiting for it
+        # (a Lock is not fair, and the reader would take it back slice after slice).
+        self._waiting = 0
+        self._counting = threading.Lock()
+        self._no_requests = threading.Event()
+        self._no_requests.set()
         self.runs: dict[str, RunState] = {}
 
-    @property
-    def lock(self) -> threading.Lock:
-        return self._lock
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Hold the store for one request, ahead of the reader thread."""
+        with self._counting:
+            self._waiting += 1
+            self._no_requests.clear()
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._counting:
+                self._waiting -= 1
+                if not self._waiting:
+                    self._no_requests.set()
 
     def refresh(
         self,
@@ -227,6 +245,7 @@ class RunStore:
             self._discover_if_due()
             labels = list(self.runs)
         for label in labels:
+            self._no_requests.wait()
             with self._lock:
                 run = self.runs[label]
                 before = run.bytes_read

@@ -16,7 +16,7 @@ from runlines.serve._runs import RunStore
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000
-_CATCH_UP_BYTES: Final = 4 << 20  # per file and turn: requests wait at most one such slice
+_CATCH_UP_BYTES: Final = 1 << 20  # per file and turn: requests wait at most one such slice
 _IDLE_POLL_S: Final = 0.5
 
 
