@@ -17,8 +17,11 @@ _ENV_KEYS = ("git_commit", "git_dirty", "python", "runlines", "host", "world_siz
 
 
 def diff_runs(a: RunState, b: RunState, *, rtol: float = 1e-9, atol: float = 0.0) -> dict[str, Any]:
-    """Return the config keys added, removed and changed from *a* to *b*, the environment that
-    differs, and per (event, field) both logged the first step where values part."""
+    """Return what differs from run *a* to run *b*.
+
+    That is the config keys added, removed and changed, the environment that differs, and for
+    each (event, field) both logged, the first step where their values part.
+    """
     config_a, config_b = _flat(a.config), _flat(b.config)
     return {
         "a": a.label,

@@ -238,8 +238,11 @@ class RunStore:
                 state.refresh(max_bytes)
 
     def catch_up(self, max_bytes: int) -> int:
-        """Read up to *max_bytes* of each file, one run at a time under the lock; return the
-        bytes read, so that a first look at a large history never blocks requests for long."""
+        """Read up to *max_bytes* of each file, a run at a time; return the bytes read.
+
+        The lock is taken per run, and only while no request waits for it, so that a first
+        look at a long history never holds requests up for long.
+        """
         read = 0
         with self._lock:
             self._discover_if_due()
