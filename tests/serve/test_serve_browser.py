@@ -181,3 +181,22 @@ def test_diff_of_two_selected_runs_names_the_step_where_they_part(
     expect(view).to_contain_text("differ from step 41")
     expect(view).to_contain_text("lr")
     assert errors == []
+
+
+def test_x_axis_log_y_and_smoothing_redraw_the_charts(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    train(serve_dir, "r", range(1, 40))
+    page.goto(server.url)
+    chart = _chart(page, "train_step", "loss")
+    expect(chart).to_have_attribute("data-axes", "step|false|true")
+
+    page.select_option("#x-axis", "relative")
+    page.check("#log-y")
+    page.fill("#smoothing", "0")
+
+    expect(chart).to_have_attribute("data-axes", "relative|true|false")
+    page.select_option("#x-axis", "wall")
+    expect(chart).to_have_attribute("data-axes", "wall|true|false")
+    expect(chart.locator(".u-legend .u-series:not(.raw) th")).to_have_text(["time", "r"])
+    assert errors == []

@@ -386,6 +386,7 @@ function updateChart(key, info) {
     chart.plot.setData(data);
   }
   chart.card.dataset.runs = String(runs.length);
+  chart.card.dataset.axes = structure.split("|").slice(1).join("|");  // x mode | log y | smoothed
   chart.card.dataset.points = String(data[0].length);
   chart.card.dataset.nonfinite = String(nonfinite);
   chart.marksLabel.textContent = nonfinite ? `⚠ ${nonfinite} non-finite (${[...new Set(marks.map((m) => m.value))].join(", ")})` : "";
