@@ -21,6 +21,7 @@ from runlines.run import Run
 
 if typing.TYPE_CHECKING:
     from runlines.reading import compare, diff, iter_events, load, runs
+    from runlines.serve import serve
     from runlines.sql import export, query
 
 __all__ = [
@@ -42,12 +43,14 @@ __all__ = [
     "load",
     "query",
     "runs",
+    "serve",
 ]
 
 # The read side is imported on first use: a training process that only writes never pays for it.
 _LAZY = {
     **dict.fromkeys(("compare", "diff", "iter_events", "load", "runs"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
+    "serve": "runlines.serve",
 }
 
 

@@ -1,0 +1,115 @@
+"""Regenerate the dashboard's screenshots in docs/: a small sweep served and photographed.
+
+    python docs/screenshots.py          # needs playwright and Debian's chromium
+
+It writes a sweep of runs to a temporary folder (one still running, one with a NaN loss, one
+that failed and was resumed), serves it with `runlines.serve.Server`, and saves
+dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+import struct
+import sys
+import tempfile
+import zlib
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS.parent / "src"))
+
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+
+from runlines import Run  # noqa: E402
+from runlines.serve import Server  # noqa: E402
+
+STEPS = 3000
+
+
+def _png(width: int, height: int, seed: int) -> bytes:
+    """Return a small PNG of coloured noise, standing in for a sample image."""
+    rng = random.Random(seed)
+    rows = b"".join(
+        b"\x00" + bytes(rng.randrange(256) if c % 3 == seed % 3 else 40 for c in range(width * 3))
+        for _ in range(height)
+    )
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def _train(run: Run, lr: float, seed: int, steps: range, *, nan_at: int | None = None) -> None:
+    rng = random.Random(seed)
+    for step in steps:
+        loss = 2.3 * math.exp(-step * lr / 8) + 0.05 + rng.gauss(0, 0.04)
+        run.log("train_step", step=step, loss=math.nan if step == nan_at else loss, lr=lr)
+        if step % 250 == 0:
+            accuracy = min(0.99, 1 - loss / 2.6 + rng.gauss(0, 0.01))
+            run.log("eval", step=step, loss=loss * 1.08, accuracy=accuracy)
+            run.log("system", gpu_util=70 + rng.random() * 25, gpu_mem_gb=18 + step / 1000)
+            with run.span("eval_loop"):
+                pass
+
+
+def write_sweep(folder: Path) -> Run:
+    """Write the sweep; return the run left open, so that it shows as running."""
+    for seed, lr in enumerate((0.003, 0.01, 0.03)):
+        config = {"lr": lr, "batch_size": 256, "model": "resnet50", "optim": {"name": "adamw"}}
+        with Run(f"sweep-lr{lr:g}", folder, stdout=False, config=config) as run:
+            _train(run, lr, seed, range(STEPS), nan_at=2100 if lr == 0.03 else None)
+            for step in (1000, 2000):
+                picture = folder / f"samples-{lr:g}-{step}.png"
+                picture.write_bytes(_png(96, 64, seed * 10 + step))
+                run.artifact(f"samples-{step}", path=picture, step=step)
+    config = {"lr": 0.02, "batch_size": 512, "model": "resnet50", "optim": {"name": "adamw"}}
+    try:
+        with Run("bs512", folder, stdout=False, config=config) as run:
+            _train(run, 0.02, 7, range(1200))
+            message = "CUDA out of memory"
+            raise MemoryError(message)
+    except MemoryError:
+        pass
+    live = Run("bs512", folder, stdout=False, config=config, resume_step=1000).__enter__()
+    _train(live, 0.02, 8, range(1000, 1800))
+    return live
+
+
+def main() -> None:
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    with tempfile.TemporaryDirectory(prefix="runlines-screens-") as tmp:
+        live = write_sweep(Path(tmp))
+        try:
+            with Server(tmp, port=0) as server, sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=chromium)
+                page = browser.new_page(viewport={"width": 1440, "height": 1000})
+                page.goto(server.url)
+                chart = page.locator('.chart[data-event="train_step"][data-field="loss"]')
+                expect(chart).to_have_attribute("data-runs", "4")
+                page.screenshot(path=DOCS / "dashboard-runs.png", full_page=True)
+                page.goto(server.url + "#/run/sweep-lr0.03")
+                expect(page.locator("#view-run img").first).to_be_visible()
+                page.screenshot(path=DOCS / "dashboard-run.png", full_page=True)
+                page.goto(server.url + "#/diff/sweep-lr0.01/sweep-lr0.03")
+                expect(page.locator("#view-diff")).to_contain_text("differ from step")
+                page.screenshot(path=DOCS / "dashboard-diff.png", full_page=True)
+                browser.close()
+        finally:
+            live.__exit__(None, None, None)
+    print("wrote", ", ".join(f"docs/dashboard-{n}.png" for n in ("runs", "run", "diff")))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""The HTTP side: the read-only JSON API and the page, over the standard library's server."""
+
+from __future__ import annotations
+
+import datetime
+import hmac
+import json
+import math
+import mimetypes
+from collections.abc import Callable, Mapping
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from runlines.serve._diff import diff_runs
+from runlines.serve._runs import RunState, RunStore
+
+_STATIC_FILES: Final = (
+    "index.html",
+    "app.js",
+    "app.css",
+    "vendor/uPlot.iife.min.js",
+    "vendor/uPlot.min.css",
+    "vendor/LICENSE",
+)
+REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
+_IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+_LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+_CSP: Final = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
+)
+
+
+class ApiError(Exception):
+    """A request the API refuses: its HTTP status and a message that says what to fix."""
+
+    def __init__(self, status: HTTPStatus, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _static(name: str) -> bytes:
+    return resources.files("runlines.serve").joinpath(f"static/{name}").read_bytes()
+
+
+def jsonable(value: Any) -> Any:
+    """Return *value* with non-finite floats as the strings the log format names them by."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # an int beyond 64 bits, from a foreign writer
+        return json.dumps(value, default=_iso).encode()
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime.datetime) else str(value)
+
+
+class DashboardServer(ThreadingHTTPServer):
+    """A threading HTTP server that knows its runs and, off loopback, its token."""
+
+    daemon_threads = True
+    store: RunStore
+    token: str | None
+    loopback: bool
+    clock: Callable[[], float]
+
+
+class Handler(BaseHTTPRequestHandler):
+    """Answer GET and HEAD only: the dashboard never writes, moves or deletes anything."""
+
+    server: DashboardServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep the terminal quiet: one line per request would drown the URL."""
+
+    def do_GET(self) -> None:
+        self._answer(head=False)
+
+    def do_HEAD(self) -> None:
+        self._answer(head=True)
+
+    def _refuse_method(self) -> None:
+        self.close_connection = True  # the request's body is never read
+        error = ApiError(HTTPStatus.METHOD_NOT_ALLOWED, "the dashboard is read-only: use GET")
+        self._send_error(error, extra={"Allow": "GET, HEAD"})
+
+    do_POST = do_PUT = do_DELETE = do_PATCH = _refuse_method
+
+    def _answer(self, *, head: bool) -> None:
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        try:
+            self._check_host()
+            if not url.path.startswith("/static/"):
+                self._check_token(query)
+            body, kind, extra = self._route(url.path, query)
+        except ApiError as err:
+            self._send_error(err, head=head)
+            return
+        except Exception as err:  # a bug: answer it, and keep serving the other requests
+            message = f"the dashboard failed on {url.path}: {err!r}; please report it"
+            self._send_error(ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, message), head=head)
+            return
+        self._send(HTTPStatus.OK, body, kind, extra, head=head)
+
+    def _check_host(self) -> None:
+        """On loopback, refuse a Host header that names another site (DNS rebinding)."""
+        if not self.server.loopback:
+            return
+        host = self.headers.get("Host", "")
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        if name not in _LOOPBACK_NAMES:
+            msg = f"Host {host!r} is not this machine; open http://127.0.0.1 instead"
+            raise ApiError(HTTPStatus.FORBIDDEN, msg)
+
+    def _check_token(self, query: Mapping[str, str]) -> None:
+        token = self.server.token
+        if token is None:
+            return
+        given = query.get("token") or self.headers.get("X-Runlines-Token") or ""
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            msg = "missing or wrong token; open the URL with ?token= that `runlines serve` printed"
+            raise ApiError(HTTPStatus.UNAUTHORIZED, msg)
+
+    def _route(self, path: str, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+        if path in ("/", "/index.html"):
+            return _static("index.html"), "text/html; charset=utf-8", {}
+        if path.startswith("/static/"):
+            name = path.removeprefix("/static/")
+            if name not in _STATIC_FILES:  # a fixed list: no path ever reaches the disk
+                raise ApiError(HTTPStatus.NOT_FOUND, f"no such file: {path}")
+            kind = mimetypes.guess_type(name)[0] or "text/plain"
+            if kind.startswith("text/") or kind.endswith("javascript"):
+                kind += "; charset=utf-8"
+            return _static(name), kind, {"Cache-Control": "no-cache"}
+        if path == "/api/artifact":
+            return self._artifact(query)
+        api = _API.get(path)
+        if api is None:
+            raise ApiError(HTTPStatus.NOT_FOUND, f"no such page: {path}; see docs/dashboard.md")
+        store = self.server.store
+        with store.serving():
+            # what a poll brings is small; a long history is read by the catch-up thread
+            # the run table looks for new logs each time; the reader thread once a second
+            run = query.get("run")
+            store.refresh(run, force=run is None, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            value = api(store, query, self.server.clock())
+        return dumps(value), "application/json", {"Cache-Control": "no-store"}
+
+    def _artifact(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+        store = self.server.store
+        with store.serving():
+            store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            run = _run(store, query)
+            wanted = _param(query, "path")
+            known = {a.get("path") for a in run.artifacts if isinstance(a.get("path"), str)}
+        if wanted not in known:  # only files the run's own artifact records name
+            msg = f"run {run.label!r} has no artifact {wanted!r}; see /api/run?run=..."
+            raise ApiError(HTTPStatus.NOT_FOUND, msg)
+        target = run.path.parent / wanted
+        if not store.allowed(target) or not target.is_file():
+            msg = f"artifact {wanted!r} is not a file inside the served folders"
+            raise ApiError(HTTPStatus.FORBIDDEN, msg)
+        kind = _IMAGE_TYPES.get(target.suffix.lower())
+        headers = {"Cache-Control": "no-cache"}
+        if kind is None:
+            kind = "application/octet-stream"
+            headers["Content-Disposition"] = f'attachment; filename="{Path(wanted).name}"'
+        return target.read_bytes(), kind, headers
+
+    def _send(
+        self,
+        status: HTTPStatus,
+        body: bytes,
+        kind: str,
+        extra: Mapping[str, str],
+        *,
+        head: bool = False,
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Content-Security-Policy", _CSP)
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if head:
+            return
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the page went away mid-answer
+            self.close_connection = True
+
+    def _send_error(
+        self, err: ApiError, *, head: bool = False, extra: Mapping[str, str] | None = None
+    ) -> None:
+        body = dumps({"error": str(err), "status": int(err.status)})
+        headers = {"Cache-Control": "no-store", **(extra or {})}
+        self._send(err.status, body, "application/json", headers, head=head)
+
+
+def _param(query: Mapping[str, str], name: str) -> str:
+    value = query.get(name)
+    if not value:
+        raise ApiError(HTTPStatus.BAD_REQUEST, f"missing ?{name}=; see docs/dashboard.md")
+    return value
+
+
+def _run(store: RunStore, query: Mapping[str, str], name: str = "run") -> RunState:
+    label = _param(query, name)
+    run = store.runs.get(label)
+    if run is None:
+        msg = f"no run {label!r}; GET /api/runs lists the runs by their 'run' key"
+        raise ApiError(HTTPStatus.NOT_FOUND, msg)
+    return run
+
+
+def _float(query: Mapping[str, str], name: str, default: float) -> float:
+    try:
+        return float(query.get(name, default))
+    except ValueError:
+        msg = f"?{name}= must be a number, got {query[name]!r}"
+        raise ApiError(HTTPStatus.BAD_REQUEST, msg) from None
+
+
+def _runs(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    return [jsonable(run.row(now)) for run in store.runs.values()]
+
+
+def _series(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    run = _run(store, query)
+    rank = int(_float(query, "rank", 0))
+    if rank not in run.files:
+        msg = f"run {run.label!r} has no rank {rank}; it has {sorted(run.files)}"
+        raise ApiError(HTTPStatus.NOT_FOUND, msg)
+    since = query.get("since")
+    answer: dict[str, Any] = {"run": run.label, "rank": rank, "version": run.version}
+    answer["started"] = run.started_ts
+    if since is not None and since == str(run.version):
+        return {**answer, "unchanged": True}
+    log = run.files[rank]
+    answer["series"] = [
+        {"event": event, "field": name, **series.points()}
+        for (event, name), series in sorted(log.series.items())
+    ]
+    return answer
+
+
+def _detail(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    run = _run(store, query)
+    main = run.files[0]
+    return jsonable(
+        {
+            "run": run.label,
+            "path": str(run.path),
+            "row": run.row(now),
+            "config": run.config,
+            "environment": run.environment,
+            "attempts": [_attempt(a) for a in run.attempts],
+            "spans": {
+                name: {"count": c, "total_s": t, "mean_s": t / c if c else None, "max_s": m}
+                for name, (c, t, m) in sorted(main.spans.items())
+            },
+            "artifacts": [_artifact_entry(run, a) for a in run.artifacts],
+            "signals": run.signals,
+            "ranks": [
+                {
+                    "rank": rank,
+                    "path": str(log.tail.path),
+                    "records": log.tail.records,
+                    "torn_lines": log.tail.torn_lines,
+                    "step": log.last_step,
+                    "last": log.last,
+                }
+                for rank, log in sorted(run.files.items())
+            ],
+        }
+    )
+
+
+def _attempt(attempt: Mapping[str, Any]) -> dict[str, Any]:
+    start, end = attempt["start"], attempt["end"] or {}
+    keys = ("status", "duration_s", "exc_type", "exc_message", "exit_code", "signal", "dropped")
+    return {
+        "attempt": attempt["attempt"],
+        "started": start.get("ts"),
+        "resume_step": start.get("resume_step"),
+        "ended": end.get("ts"),
+        **{key: end.get(key) for key in keys},
+    }
+
+
+def _artifact_entry(run: RunState, record: Mapping[str, Any]) -> dict[str, Any]:
+    path = record.get("path")
+    entry = {k: v for k, v in record.items() if k not in ("run", "event")}
+    if isinstance(path, str):
+        entry["image"] = Path(path).suffix.lower() in _IMAGE_TYPES
+    return entry
+
+
+def _diff(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    a, b = _run(store, query, "a"), _run(store, query, "b")
+    rtol, atol = _float(query, "rtol", 1e-9), _float(query, "atol", 0.0)
+    return jsonable(diff_runs(a, b, rtol=rtol, atol=atol))
+
+
+_API: Final[dict[str, Callable[[RunStore, Mapping[str, str], float], Any]]] = {
+    "/api/runs": _runs,
+    "/api/series": _series,
+    "/api/run": _detail,
+    "/api/diff": _diff,
+}

@@ -1,0 +1,338 @@
+"""The runs the dashboard shows: found under its sources, each followed file by file."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from runlines.errors import ReadError
+from runlines.reading import LOG_SUFFIX, is_locked, log_file
+from runlines.reading._summary import RunSummary
+from runlines.serve._series import Series
+from runlines.serve._tail import LogTail
+
+_LIFECYCLE: Final = frozenset({"run_start", "run_end", "artifact", "signal"})
+_NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
+_ENV_FIELDS: Final = (
+    "host", "pid", "python", "runlines", "argv", "cwd", "git_commit", "git_dirty", "world_size",
+    "id", "resume_step",
+)  # fmt: skip
+SPAN_EVENT: Final = "span"
+
+
+# The exact types decoded JSON numbers have: no bool, which is an int to isinstance
+_NUMERIC: Final = frozenset({int, float})
+
+
+def as_float(value: Any) -> float:
+    """Return a JSON number as a float; NaN for anything else, or an int beyond any float."""
+    if type(value) is float:
+        return value
+    try:
+        return float(value) if type(value) is int else math.nan
+    except OverflowError:  # a foreign writer's int of 400 digits
+        return math.nan
+
+
+@dataclass
+class _File:
+    """One log file of a run (rank 0 or another rank) and what was read of it."""
+
+    rank: int
+    tail: LogTail
+    series: dict[tuple[str, str], Series] = field(default_factory=dict)
+    last_step: float = 0  # the step of the last record that had one
+    spans: dict[str, list[float]] = field(default_factory=dict)  # name: [count, total, max]
+
+    def take(self, record: Mapping[str, Any]) -> None:
+        event = record.get("event")
+        if type(event) is not str or event in _LIFECYCLE:
+            if event == "run_start":
+                self._resume(record.get("resume_step"))
+            return
+        ts = as_float(record.get("ts"))
+        step: Any = record.get("step")
+        if type(step) in _NUMERIC:
+            self.last_step = step
+        if event == SPAN_EVENT:
+            self._take_span(record, ts)
+            return
+        series = self.series
+        for name, value in record.items():
+            if type(value) in _NUMERIC and name not in _NOT_SERIES:
+                line = series.get((event, name))
+                if line is None:
+                    line = series[(event, name)] = Series()
+                line.add(self.last_step, ts, value)
+
+    def _resume(self, step: Any) -> None:
+        """Drop what an attempt resumed at *step* supersedes: earlier records past that step."""
+        if type(step) in _NUMERIC:
+            for line in self.series.values():
+                line.drop_after(step)
+            self.last_step = step
+
+    def _take_span(self, record: Mapping[str, Any], ts: float) -> None:
+        name: Any = record.get("name")
+        value: Any = record.get("duration_s")
+        if type(name) is not str or type(value) not in _NUMERIC:
+            return
+        line = self.series.get((SPAN_EVENT, name))
+        if line is None:
+            line = self.series[(SPAN_EVENT, name)] = Series()
+        line.add(self.last_step, ts, value)
+        stats = self.spans.setdefault(name, [0, 0.0, 0.0])
+        stats[0] += 1
+        stats[1] += value
+        stats[2] = max(stats[2], value)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        """The last value of each series, finite or not, as ``<event>.<field>``."""
+        return {f"{event}.{name}": line.last for (event, name), line in self.series.items()}
+
+
+class RunState:
+    """One run: its log, its rank files, its table row, and what its page shows."""
+
+    def __init__(self, label: str, path: Path) -> None:
+        self.label = label
+        self.path = path
+        self.summary = RunSummary(path, label=label)
+        self.files: dict[int, _File] = {0: _File(0, LogTail(path))}
+        self.attempts: list[dict[str, Any]] = []
+        self.artifacts: list[dict[str, Any]] = []
+        self.signals: list[dict[str, Any]] = []
+        self.config: Any = None
+        self.environment: dict[str, Any] = {}
+        self.started_ts: float | None = None
+        self.last_ts: float | None = None
+        self.version = 0  # records taken, over all files: a client's "since"
+
+    def add_rank(self, rank: int, path: Path) -> None:
+        if rank not in self.files:
+            self.files[rank] = _File(rank, LogTail(path))
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(f.tail.bytes_read for f in self.files.values())
+
+    def behind(self) -> int:
+        """Return the bytes of the run's files not read yet, by a fresh stat of each."""
+        return sum(log.tail.behind() for log in self.files.values())
+
+    def refresh(self, max_bytes: int | None = None) -> None:
+        """Read what every file of the run gained, at most *max_bytes* of each."""
+        for rank, log in sorted(self.files.items()):
+            for record in log.tail.poll(max_bytes):
+                self.version += 1
+                log.take(record)
+                if rank == 0:
+                    self._take_main(record)
+
+    def _take_main(self, record: dict[str, Any]) -> None:
+        self.summary.add(record)
+        ts = as_float(record.get("ts"))
+        if math.isfinite(ts):
+            self.started_ts = ts if self.started_ts is None else self.started_ts
+            self.last_ts = ts
+        event = record.get("event")
+        if event == "run_start":
+            self.config = record.get("config")
+            self.environment = {k: record[k] for k in _ENV_FIELDS if k in record}
+            self.attempts.append({"attempt": record.get("attempt"), "start": record, "end": None})
+        elif event == "run_end" and self.attempts:
+            self.attempts[-1]["end"] = record
+        elif event == "artifact":
+            self.artifacts.append(record)
+        elif event == "signal":
+            self.signals.append(record)
+
+    def is_ended(self) -> bool:
+        return bool(self.attempts) and self.attempts[-1]["end"] is not None
+
+    def row(self, now: float) -> dict[str, Any]:
+        """The run table's row, with how much of the log could not be read."""
+        alive = None if self.is_ended() else is_locked(self.path)
+        row = self.summary.row(alive=alive, now=now)
+        main = self.files[0].tail
+        row["_torn_lines"] = main.torn_lines + (1 if main.pending_bytes and not alive else 0)
+        row["_pending_bytes"] = main.pending_bytes if alive else 0
+        row["_records"] = main.records
+        row["_bytes_read"] = self.bytes_read
+        row["_ranks"] = sorted(self.files)
+        behind = sum(
+            log.tail.size - log.tail.offset - log.tail.pending_bytes for log in self.files.values()
+        )
+        row["_bytes_behind"] = behind
+        if behind and not self.is_ended() and not alive:
+            row["status"] = "reading"  # how it ended is further down the file: not known yet
+        return row
+
+
+class RunStore:
+    """The runs under *sources* (default: the current folder), log folders walked recursively."""
+
+    def __init__(
+        self,
+        sources: Sequence[str | os.PathLike[str]],
+        *,
+        min_interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not sources:
+            sources = ["."]
+        self.roots = [_checked_source(Path(s)) for s in sources]
+        self._min_interval_s = min_interval_s
+        self._clock = clock
+        self._last_refresh: float | None = None
+        self._lock = threading.Lock()
+        # Requests go first: the reader thread takes the lock only while none is waiting for it
+        # (a Lock is not fair, and the reader would take it back slice after slice).
+        self._waiting = 0
+        self._counting = threading.Lock()
+        self._no_requests = threading.Event()
+        self._no_requests.set()
+        self.runs: dict[str, RunState] = {}
+
+    @contextlib.contextmanager
+    def serving(self) -> Iterator[None]:
+        """Hold the store for one request, ahead of the reader thread."""
+        with self._counting:
+            self._waiting += 1
+            self._no_requests.clear()
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._counting:
+                self._waiting -= 1
+                if not self._waiting:
+                    self._no_requests.set()
+
+    def refresh(
+        self,
+        run: str | None = None,
+        *,
+        force: bool = False,
+        max_bytes: int | None = None,
+        skip_behind: bool = False,
+    ) -> None:
+        """Read what the logs gained: every run's, or only *run*'s.
+
+        New logs are looked for at most once per interval (walking folders costs more than a
+        stat); *force*, or a *run* not known yet, looks now. *max_bytes* bounds what each file
+        is read; with *skip_behind*, a run further behind than that is left to `catch_up`.
+        """
+        self._discover_if_due(force=force or (run is not None and run not in self.runs))
+        chosen = self.runs.values() if run is None else [self.runs[run]] if run in self.runs else []
+        for state in chosen:
+            if not skip_behind or max_bytes is None or state.behind() <= max_bytes:
+                state.refresh(max_bytes)
+
+    def catch_up(self, max_bytes: int) -> int:
+        """Read up to *max_bytes* of each file, a run at a time; return the bytes read.
+
+        The lock is taken per run, and only while no request waits for it, so that a first
+        look at a long history never holds requests up for long.
+        """
+        read = 0
+        with self._lock:
+            self._discover_if_due()
+            labels = list(self.runs)
+        for label in labels:
+            self._no_requests.wait()
+            with self._lock:
+                run = self.runs[label]
+                before = run.bytes_read
+                run.refresh(max_bytes)
+                read += run.bytes_read - before
+        return read
+
+    def _discover_if_due(self, *, force: bool = False) -> None:
+        now = self._clock()
+        last = self._last_refresh
+        if force or last is None or now - last >= self._min_interval_s:
+            self._last_refresh = now
+            self._discover()
+
+    def _discover(self) -> None:
+        found = sorted(set(self._logs()))
+        labels = _labels([path for path, rank in found if rank is None], self._common_root())
+        by_path = {run.path: run for run in self.runs.values()}
+        for path, label in labels.items():
+            if path not in by_path:
+                if label in self.runs:  # a name that a run found earlier holds: use the path
+                    label = _relative(path, self._common_root())
+                by_path[path] = self.runs[label] = RunState(label, path)
+        for path, rank in found:
+            if rank is not None:
+                main = by_path.get(path.with_name(log_file(path).run + LOG_SUFFIX))
+                if main is not None:
+                    main.add_rank(rank, path)
+
+    def _common_root(self) -> Path:
+        folders = [r if r.is_dir() else r.parent for r in self.roots]
+        return Path(os.path.commonpath(folders)) if folders else Path()
+
+    def _logs(self) -> Iterator[tuple[Path, int | None]]:
+        for root in self.roots:
+            if root.is_file():
+                yield root, log_file(root).rank
+                continue
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = sorted(d for d in dirs if not d.endswith(".artifacts"))
+                for name in files:
+                    path = Path(folder, name)
+                    if name.endswith(LOG_SUFFIX) and is_inside(path, root):
+                        yield path, log_file(path).rank
+
+    def allowed(self, path: Path) -> bool:
+        """Return whether *path* lies, symlinks resolved, inside one of the sources."""
+        return any(is_inside(path, r if r.is_dir() else r.parent) for r in self.roots)
+
+
+def is_inside(path: Path, root: Path) -> bool:
+    """Return whether *path*, symlinks resolved, is *root* or lies under it."""
+    try:
+        resolved = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return resolved == root.resolve() or resolved.is_relative_to(root.resolve())
+
+
+def _checked_source(source: Path) -> Path:
+    if source.is_dir() or (source.is_file() and source.name.endswith(LOG_SUFFIX)):
+        return source.absolute()
+    if not source.exists():
+        msg = f"no such log or folder: {source}; pass .jsonl log files or folders of logs"
+    else:
+        msg = f"{source} is not a .jsonl log; pass .jsonl log files or folders of logs"
+    raise ReadError(msg, str(source))
+
+
+def _labels(paths: Sequence[Path], root: Path) -> dict[Path, str]:
+    """Name each run by its run name, or by its path under *root* where names collide."""
+    names: dict[str, int] = {}
+    for path in paths:
+        names[log_file(path).run] = names.get(log_file(path).run, 0) + 1
+    labels = {}
+    for path in paths:
+        run = log_file(path).run
+        labels[path] = _relative(path, root) if names[run] > 1 else run
+    return labels
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        relative = path
+    return relative.with_name(log_file(path).run).as_posix()

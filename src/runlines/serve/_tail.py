@@ -1,0 +1,88 @@
+"""Follow one log file by byte offset: each poll reads only the bytes appended since the last."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from runlines.reading import decode_line
+
+_CHUNK_BYTES: Final = 1 << 20
+
+
+class LogTail:
+    """The read position in one log file, and what was skipped on the way.
+
+    A last line without its newline is held back as not yet written: a live writer is in the
+    middle of it. A complete line that is not a JSON object (torn by a kill) is skipped and
+    counted.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0  # bytes consumed: the start of the held-back fragment
+        self.bytes_read = 0  # all bytes read from the file, over every poll
+        self.torn_lines = 0
+        self.records = 0
+        self.size = 0  # the file's size at the last look
+        self._fragment = b""
+        self._identity: tuple[int, int] | None = None
+
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of a last line that has no newline yet."""
+        return len(self._fragment)
+
+    def behind(self) -> int:
+        """Return the bytes not read yet, by a fresh stat; a replaced file starts over."""
+        try:
+            stat = os.stat(self.path)
+        except OSError:  # gone for now: a rotated or deleted log keeps what was read
+            return 0
+        identity = (stat.st_dev, stat.st_ino)
+        if identity != self._identity or stat.st_size < self._end:  # replaced or truncated
+            self._restart(identity)
+        self.size = stat.st_size
+        return self.size - self._end
+
+    @property
+    def _end(self) -> int:
+        return self.offset + len(self._fragment)
+
+    def poll(self, max_bytes: int | None = None) -> Iterator[dict[str, Any]]:
+        """Yield the records completed since the last poll, in file order.
+
+        Reads at most *max_bytes* (all that was appended when None), in blocks.
+        """
+        left = self.behind() if max_bytes is None else min(self.behind(), max_bytes)
+        if left <= 0:
+            return
+        with open(self.path, "rb") as stream:
+            stream.seek(self._end)
+            while left > 0 and (block := stream.read(min(left, _CHUNK_BYTES))):
+                left -= len(block)
+                self.bytes_read += len(block)
+                yield from self._lines(block)
+
+    def _restart(self, identity: tuple[int, int]) -> None:
+        self._identity = identity
+        self.offset = 0
+        self._fragment = b""
+
+    def _lines(self, block: bytes) -> Iterator[dict[str, Any]]:
+        data = self._fragment + block if self._fragment else block
+        cut = data.rfind(b"\n") + 1
+        self._fragment = data[cut:]
+        self.offset += cut
+        for raw in data[:cut].split(b"\n")[:-1]:
+            if not raw.strip():
+                continue
+            try:
+                record = decode_line(raw)
+            except ValueError:
+                self.torn_lines += 1
+                continue
+            self.records += 1
+            yield record

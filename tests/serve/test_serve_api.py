@@ -1,0 +1,407 @@
+"""The dashboard's JSON API over plain HTTP: the run table, series, a run's page, diff, safety."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from _serve_helpers import Client, png_bytes
+
+from _logs import T0, line, train, write
+from runlines import Run
+from runlines.serve import Server
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(folder.rglob("*"))
+    }
+
+
+class TestRuns:
+    def test_lists_each_run_with_status_config_and_metrics_of_one_event(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        with Run("base", serve_dir, stdout=False, config={"optim": {"lr": 0.1}}) as run:
+            run.log("train_step", step=1, loss=0.5)
+            run.log("train_step", step=2, loss=0.3)
+            run.log("eval", step=2, loss=0.9, accuracy=0.7)
+        write(serve_dir / "crashed.jsonl", line("run_start", "crashed", attempt=1))
+
+        rows = {row["run"]: row for row in client.json("/api/runs")}
+
+        assert set(rows) == {"base", "crashed"}
+        base = rows["base"]
+        assert base["status"] == "ok"
+        assert base["attempts"] == 1
+        assert base["step"] == 2
+        assert base["config.optim.lr"] == 0.1
+        assert base["train_step.loss"] == 0.3
+        assert base["eval.loss"] == 0.9  # never mixed with the train loss
+        assert base["train_step.loss.best"] == 0.3
+        assert base["eval.accuracy.best"] == 0.7
+        assert base["path"] == str(serve_dir / "base.jsonl")
+        assert rows["crashed"]["status"] == "died"
+
+    def test_same_name_in_two_folders_are_two_runs_labelled_by_path(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        train(serve_dir / "exp1", "baseline", range(1, 3))
+        train(serve_dir / "exp2", "baseline", range(1, 5))
+
+        rows = {row["run"]: row for row in client.json("/api/runs")}
+
+        assert set(rows) == {"exp1/baseline", "exp2/baseline"}
+        assert rows["exp1/baseline"]["step"] == 2
+        assert rows["exp2/baseline"]["step"] == 4
+
+    def test_a_live_run_is_running_and_its_row_grows(
+        self, serve_dir: Path, server: Server, client: Client
+    ) -> None:
+        with Run("live", serve_dir, stdout=False) as run:
+            run.log("train_step", step=1, loss=1.0)
+            first = client.json("/api/runs")[0]
+            run.log("train_step", step=2, loss=0.5)
+            second = client.json("/api/runs")[0]
+
+        assert (first["status"], first["step"]) == ("running", 1)
+        assert (second["status"], second["step"]) == ("running", 2)
+
+    def test_nan_values_are_named_in_the_table(self, serve_dir: Path, client: Client) -> None:
+        write(
+            serve_dir / "nan.jsonl",
+            line("run_start", "nan", attempt=1),
+            line("train_step", "nan", step=1, loss=float("nan")),
+        )
+
+        (row,) = client.json("/api/runs")
+
+        assert row["train_step.loss"] == "NaN"
+
+
+class TestSeries:
+    def test_nan_and_inf_are_marks_at_their_step(self, serve_dir: Path, client: Client) -> None:
+        write(
+            serve_dir / "nan.jsonl",
+            line("train_step", "nan", T0, step=1, loss=1.0),
+            line("train_step", "nan", T0 + 1, step=2, loss=float("nan")),
+            line("train_step", "nan", T0 + 2, step=3, loss=float("inf")),
+            line("train_step", "nan", T0 + 3, step=4, loss=0.5),
+        )
+
+        answer = client.json("/api/series?run=nan")
+
+        (loss,) = [s for s in answer["series"] if s["field"] == "loss"]
+        assert loss["y"] == [1.0, 0.5]
+        assert loss["step"] == [1.0, 4.0]
+        assert [(m["step"], m["value"]) for m in loss["marks"]] == [(2, "NaN"), (3, "Infinity")]
+
+    def test_span_durations_and_stepless_events_are_series(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        write(
+            serve_dir / "r.jsonl",
+            line("train_step", "r", step=7, loss=1.0),
+            line("system", "r", gpu_util=90.0),
+            line("span", "r", name="forward", duration_s=0.25, status="ok"),
+        )
+
+        answer = client.json("/api/series?run=r")
+
+        found = {(s["event"], s["field"]): s for s in answer["series"]}
+        assert set(found) == {("train_step", "loss"), ("system", "gpu_util"), ("span", "forward")}
+        assert found[("system", "gpu_util")]["step"] == [7.0]  # at the last step seen
+        assert found[("span", "forward")]["y"] == [0.25]
+
+    def test_since_the_current_version_answers_unchanged(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        train(serve_dir, "r", range(1, 4))
+        version = client.json("/api/series?run=r")["version"]
+
+        answer = client.json(f"/api/series?run=r&since={version}")
+
+        assert answer == {
+            "run": "r",
+            "rank": 0,
+            "version": version,
+            "started": answer["started"],
+            "unchanged": True,
+        }
+
+    def test_unknown_run_is_404_naming_the_endpoint_that_lists_runs(self, client: Client) -> None:
+        status, _, body = client.request("/api/series?run=nope")
+
+        assert status == 404
+        assert "GET /api/runs" in json.loads(body)["error"]
+
+
+class TestRunPage:
+    def test_config_environment_attempts_spans_artifacts_and_ranks(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        picture = serve_dir / "sample.png"
+        picture.write_bytes(png_bytes())
+        with (
+            pytest.raises(ValueError, match="boom"),
+            Run("r", serve_dir, stdout=False, config={"lr": 0.1}) as run,
+        ):
+            run.log("train_step", step=1, loss=1.0)
+            raise ValueError("boom")
+        with Run("r", serve_dir, stdout=False, config={"lr": 0.1}, resume_step=1) as run:
+            with run.span("forward"):
+                run.log("train_step", step=2, loss=0.5)
+            run.artifact("samples", path=picture, step=2)
+        write(serve_dir / "r.rank1.jsonl", line("train_step", "r", step=2, loss=0.7, rank=1))
+
+        detail = client.json("/api/run?run=r")
+
+        assert detail["config"] == {"lr": 0.1}
+        assert detail["environment"]["python"]
+        assert [(a["attempt"], a["status"]) for a in detail["attempts"]] == [
+            (1, "failed"),
+            (2, "ok"),
+        ]
+        assert detail["attempts"][0]["exc_type"] == "ValueError"
+        assert detail["attempts"][1]["resume_step"] == 1
+        assert detail["spans"]["forward"]["count"] == 1
+        (artifact,) = detail["artifacts"]
+        assert artifact["image"] is True
+        assert [(r["rank"], r["last"]["train_step.loss"]) for r in detail["ranks"]] == [
+            (0, 0.5),
+            (1, 0.7),
+        ]
+        status, headers, body = client.request(
+            "/api/artifact?run=r&path=" + artifact["path"].replace("/", "%2F")
+        )
+        assert (status, headers["Content-Type"], body) == (200, "image/png", png_bytes())
+
+
+class TestDiff:
+    def test_config_changes_and_the_first_step_where_a_metric_parts(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        for name, lr, drift in (("a", 0.1, 0.0), ("b", 0.2, 1.0)):
+            with Run(name, serve_dir, stdout=False, config={"lr": lr, "seed": 1}) as run:
+                for step in range(1, 51):
+                    run.log("train_step", step=step, loss=1.0 / step + (drift if step > 40 else 0))
+
+        diff = client.json("/api/diff?a=a&b=b")
+
+        assert diff["config"]["changed"] == [{"key": "lr", "a": 0.1, "b": 0.2}]
+        assert diff["config"]["added"] == diff["config"]["removed"] == {}
+        (loss,) = diff["metrics"]
+        assert (loss["event"], loss["field"], loss["step"]) == ("train_step", "loss", 41)
+
+
+class TestSafety:
+    def test_paths_outside_the_static_files_and_the_artifacts_are_refused(
+        self, tmp_path: Path, serve_dir: Path, client: Client
+    ) -> None:
+        (tmp_path / "secret.txt").write_text("secret")
+        train(serve_dir, "r", range(1, 3))
+
+        answers = [
+            client.request(path)[0]
+            for path in (
+                "/static/../../secret.txt",
+                "/static/%2e%2e/%2e%2e/secret.txt",
+                "/static/vendor/../../../secret.txt",
+                "/api/artifact?run=r&path=../secret.txt",
+                "/api/artifact?run=r&path=/etc/passwd",
+                "/../secret.txt",
+            )
+        ]
+
+        assert answers == [404, 404, 404, 404, 404, 404]
+
+    def test_a_symlink_that_leads_out_of_the_sources_is_refused(
+        self, tmp_path: Path, serve_dir: Path, client: Client
+    ) -> None:
+        outside = train(tmp_path / "elsewhere", "private", range(1, 3))
+        (serve_dir / "private.jsonl").symlink_to(outside)
+        secret = tmp_path / "secret.png"
+        secret.write_bytes(png_bytes())
+        picture = serve_dir / "pic.png"
+        picture.write_bytes(png_bytes())
+        with Run("r", serve_dir, stdout=False) as run:
+            run.artifact("pic", path=picture)
+        picture.unlink()
+        picture.symlink_to(secret)  # the registered file now leads out of the sources
+
+        runs = [row["run"] for row in client.json("/api/runs")]
+        status, _, _ = client.request("/api/artifact?run=r&path=pic.png")
+
+        assert runs == ["r"]
+        assert status == 403
+
+    def test_an_artifact_record_naming_a_file_outside_the_sources_is_refused(
+        self, tmp_path: Path, serve_dir: Path, client: Client
+    ) -> None:
+        (tmp_path / "secret.png").write_bytes(png_bytes())
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="x", path="../secret.png"))
+
+        status, _, body = client.request("/api/artifact?run=r&path=../secret.png")
+
+        assert status == 403
+        assert b"inside the served folders" in body
+
+    def test_the_server_is_read_only(self, serve_dir: Path, client: Client) -> None:
+        train(serve_dir, "r", range(1, 3))
+        before = _snapshot(serve_dir)
+
+        methods = [client.request("/api/runs", method=m)[0] for m in ("POST", "PUT", "DELETE")]
+        for path in ("/", "/api/runs", "/api/series?run=r", "/api/run?run=r", "/api/diff?a=r&b=r"):
+            assert client.request(path)[0] == 200
+
+        assert methods == [405, 405, 405]
+        assert _snapshot(serve_dir) == before
+
+    def test_a_host_header_naming_another_site_is_refused_on_loopback(self, client: Client) -> None:
+        status, _, body = client.request("/api/runs", headers={"Host": "evil.example:8000"})
+
+        assert status == 403
+        assert "127.0.0.1" in json.loads(body)["error"]
+
+    def test_off_loopback_every_request_needs_the_token_from_the_url(self, serve_dir: Path) -> None:
+        train(serve_dir, "r", range(1, 3))
+        with Server(serve_dir, host="0.0.0.0", port=0) as server:
+            token = server.token
+            client = Client(server)
+            client.host = "127.0.0.1"
+
+            refused = [client.request(p)[0] for p in ("/", "/api/runs", "/api/runs?token=x")]
+            allowed = [
+                client.request(f"/?token={token}")[0],
+                client.request(f"/api/runs?token={token}")[0],
+                client.request("/api/runs", headers={"X-Runlines-Token": str(token)})[0],
+                client.request("/static/app.js")[0],  # the page's own code holds no data
+            ]
+
+        assert token
+        assert f"?token={token}" in server.url
+        assert refused == [401, 401, 401]
+        assert allowed == [200, 200, 200, 200]
+
+    def test_loopback_needs_no_token(self, server: Server) -> None:
+        assert server.token is None
+        assert server.url.startswith("http://127.0.0.1:")
+        assert "token" not in server.url
+
+
+class TestPackage:
+    def test_the_page_and_vendored_uplot_with_its_license_are_served(self, client: Client) -> None:
+        page = client.request("/")
+        script = client.request("/static/vendor/uPlot.iife.min.js")
+        license_text = client.request("/static/vendor/LICENSE")[2].decode()
+
+        assert page[0] == 200
+        assert b"/static/app.js" in page[2]
+        assert script[0] == 200
+        assert script[1]["Content-Type"].startswith("text/javascript")
+        assert "MIT" in license_text
+        assert "Leon Sorokin" in license_text
+
+    def test_runlines_serve_is_callable_after_the_package_is_imported(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], serve_dir: Path
+    ) -> None:
+        import runlines
+        import runlines.serve
+
+        def interrupt(self: Server) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(Server, "serve_forever", interrupt)
+
+        runlines.serve(serve_dir, port=0)
+        runlines.serve(serve_dir, host="0.0.0.0", port=0)
+
+        err = capsys.readouterr().err
+        assert err.count("runlines dashboard: http://") == 2
+        assert "warning: serving on 0.0.0.0" in err
+        assert "?token=" in err.splitlines()[-1]
+
+    def test_cli_serve_takes_sources_host_port_and_open(
+        self, monkeypatch: pytest.MonkeyPatch, serve_dir: Path
+    ) -> None:
+        from runlines import serve as serve_package
+        from runlines.cli import main
+
+        calls = []
+        monkeypatch.setattr(
+            "runlines.serve.serve", lambda *sources, **options: calls.append((sources, options))
+        )
+
+        status = main(["serve", str(serve_dir), "--host", "::1", "--port", "0", "--open"])
+
+        assert status == 0
+        assert serve_package is not None
+        assert calls == [((str(serve_dir),), {"host": "::1", "port": 0, "open_browser": True})]
+
+    def test_a_missing_source_is_an_error_that_says_what_to_pass(self, tmp_path: Path) -> None:
+        from runlines.errors import ReadError
+
+        with pytest.raises(ReadError, match=r"pass \.jsonl log files or folders"):
+            Server(tmp_path / "missing", port=0)
+
+
+def test_import_runlines_does_not_import_the_server() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, runlines; print('runlines.serve' in sys.modules, 'http.server' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")},
+    )
+
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_ints_beyond_any_float_are_served(serve_dir: Path, client: Client) -> None:
+    huge = 10**400
+    write(
+        serve_dir / "big.jsonl",
+        b'{"ts": %d, "event": "train_step", "run": "big", "step": 1, "tokens": %d}\n'
+        % (huge, huge),
+        line("train_step", "big", step=2, loss=0.5),
+    )
+
+    (row,) = client.json("/api/runs")
+    series = client.json("/api/series?run=big")["series"]
+
+    assert row["step"] == 2
+    assert row["train_step.tokens"] == huge
+    assert {s["field"] for s in series} == {"tokens", "loss"}
+    assert row["started"] == "2026-01-01T00:00:00+00:00"  # from the first ts a calendar holds
+
+
+def test_a_port_in_use_is_an_error_that_says_to_pick_another(server: Server) -> None:
+    port = int(server.url.rsplit(":", 1)[1].strip("/"))
+
+    with pytest.raises(OSError, match="pick another --port, or 0"):
+        Server(port=port)
+
+
+def test_the_cli_imports_the_http_server_only_for_serve() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, runlines.cli; print('http.server' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")},
+    )
+
+    assert out.stdout.split() == ["False"]

@@ -1,0 +1,202 @@
+"""The dashboard in headless Chromium (Debian's package), driven by Playwright.
+
+Every wait is a bounded wait on a condition the page shows; none sleeps for time.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _serve_helpers import png_bytes
+
+from _logs import T0, line, train, write
+from runlines import Run
+from runlines.serve import Server
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():
+    pytest.skip("needs Debian's chromium: apt-get install chromium", allow_module_level=True)
+
+expect = sync_api.expect
+WAIT_MS = 15_000
+
+
+@pytest.fixture(name="browser", scope="module")
+def _browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(name="errors")
+def _errors() -> list[str]:
+    return []
+
+
+@pytest.fixture(name="page")
+def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    yield page
+    context.close()
+
+
+def _chart(page: Any, event: str, field: str) -> Any:
+    return page.locator(f'.chart[data-event="{event}"][data-field="{field}"]')
+
+
+def test_page_loads_without_console_errors_and_lists_runs_with_status(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    train(serve_dir, "finished", range(1, 20))
+    write(serve_dir / "crashed.jsonl", line("run_start", "crashed", attempt=1))
+
+    page.goto(server.url)
+
+    expect(page.locator('#runs tr[data-run="finished"] .badge')).to_have_text("ok")
+    expect(page.locator('#runs tr[data-run="crashed"] .badge')).to_have_text("died")
+    expect(_chart(page, "train_step", "loss")).to_be_visible()
+    assert errors == []
+
+
+def test_selecting_two_runs_draws_two_lines(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    for name in ("a", "b", "c"):
+        train(serve_dir, name, range(1, 30))
+    page.goto(server.url)
+    expect(_chart(page, "train_step", "loss")).to_have_attribute("data-runs", "3")
+
+    page.click("#select-none")
+    page.check('#runs tr[data-run="a"] input')
+    page.check('#runs tr[data-run="c"] input')
+
+    chart = _chart(page, "train_step", "loss")
+    expect(chart).to_have_attribute("data-runs", "2")
+    legend = chart.locator(".u-legend .u-series:not(.raw) th")
+    expect(legend).to_have_text(["step", "a", "c"])
+    expect(chart.locator("canvas")).to_have_count(1)
+    assert errors == []
+
+
+def test_a_run_that_logs_while_the_page_is_open_grows_on_screen(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    with Run("live", serve_dir, stdout=False) as run:
+        for step in range(1, 11):
+            run.log("train_step", step=step, loss=1.0 / step)
+        page.goto(server.url)
+        chart = _chart(page, "train_step", "loss")
+        expect(chart).to_have_attribute("data-points", "10")
+        expect(page.locator('#runs tr[data-run="live"] .badge')).to_have_text("running")
+
+        for step in range(11, 26):
+            run.log("train_step", step=step, loss=1.0 / step)
+
+        expect(chart).to_have_attribute("data-points", "25")
+        expect(page.locator('#runs tr[data-run="live"] td').nth(4)).to_have_text("25")
+    expect(page.locator('#runs tr[data-run="live"] .badge')).to_have_text("ok")
+    assert errors == []
+
+
+def test_a_torn_last_line_and_nan_losses_both_show(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    whole = line("train_step", "torn", T0 + 3, step=3, loss=0.2)
+    write(
+        serve_dir / "torn.jsonl",
+        line("run_start", "torn", T0, attempt=1),
+        line("train_step", "torn", T0 + 1, step=1, loss=0.5),
+        line("train_step", "torn", T0 + 2, step=2, loss=0.4),
+        whole[: len(whole) // 2],
+    )
+    write(
+        serve_dir / "nan.jsonl",
+        line("run_start", "nan", T0, attempt=1),
+        *(
+            line("train_step", "nan", T0 + s, step=s, loss=float("nan") if s == 3 else 1.0 / s)
+            for s in range(1, 6)
+        ),
+    )
+
+    page.goto(server.url)
+
+    expect(page.locator('#runs tr[data-run="torn"] .badge')).to_have_text("died")
+    expect(page.locator('#runs tr[data-run="torn"] .torn')).to_have_text(re.compile("1 torn"))
+    expect(page.locator('#runs tr[data-run="nan"] .badge')).to_have_text("died")
+    chart = _chart(page, "train_step", "loss")
+    expect(chart).to_have_attribute("data-runs", "2")
+    expect(chart).to_have_attribute("data-nonfinite", "1")
+    expect(chart.locator(".marks")).to_have_text(re.compile(r"1 non-finite \(NaN\)"))
+    assert errors == []
+
+
+def test_the_run_page_shows_config_attempts_spans_ranks_and_inline_images(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    picture = serve_dir / "sample.png"
+    picture.write_bytes(png_bytes())
+    with Run("r", serve_dir, stdout=False, config={"optim": {"lr": 0.1}}) as run:
+        with run.span("forward"):
+            run.log("train_step", step=1, loss=0.5)
+        run.artifact("samples", path=picture, step=1)
+    write(serve_dir / "r.rank1.jsonl", line("train_step", "r", step=1, loss=0.7, rank=1))
+
+    page.goto(server.url + "#/run/r")
+
+    view = page.locator("#view-run")
+    expect(view.locator("h1")).to_have_text("r")
+    expect(view).to_contain_text("optim.lr")
+    expect(view).to_contain_text("forward")
+    expect(view.locator("th", has_text="rank 1")).to_be_visible()
+    image = view.locator("img")
+    expect(image).to_be_visible()
+    expect(image).to_have_js_property("naturalWidth", 2)
+    assert errors == []
+
+
+def test_diff_of_two_selected_runs_names_the_step_where_they_part(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    for name, lr, drift in (("a", 0.1, 0.0), ("b", 0.2, 1.0)):
+        with Run(name, serve_dir, stdout=False, config={"lr": lr}) as run:
+            for step in range(1, 51):
+                run.log("train_step", step=step, loss=1.0 / step + (drift if step > 40 else 0))
+    page.goto(server.url)
+    expect(_chart(page, "train_step", "loss")).to_have_attribute("data-runs", "2")
+
+    page.click("#diff-selected")
+
+    view = page.locator("#view-diff")
+    expect(view).to_contain_text("differ from step 41")
+    expect(view).to_contain_text("lr")
+    assert errors == []
+
+
+def test_x_axis_log_y_and_smoothing_redraw_the_charts(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    train(serve_dir, "r", range(1, 40))
+    page.goto(server.url)
+    chart = _chart(page, "train_step", "loss")
+    expect(chart).to_have_attribute("data-axes", "step|false|true")
+
+    page.select_option("#x-axis", "relative")
+    page.check("#log-y")
+    page.fill("#smoothing", "0")
+
+    expect(chart).to_have_attribute("data-axes", "relative|true|false")
+    page.select_option("#x-axis", "wall")
+    expect(chart).to_have_attribute("data-axes", "wall|true|false")
+    expect(chart.locator(".u-legend .u-series:not(.raw) th")).to_have_text(["time", "r"])
+    assert errors == []
