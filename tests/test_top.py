@@ -21,7 +21,7 @@ from filelock import FileLock
 from _logs import T0, line, write
 from runlines import runs
 from runlines.cli import main
-from runlines.cli._top import SPARKS, Top, TopRow, render_frame, sparkline
+from runlines.cli._top import LOCK_EVERY_S, SPARKS, Top, TopRow, render_frame, sparkline
 from runlines.reading import lock_path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -263,6 +263,23 @@ class TestTop:
             200.0,
         )
         assert row.metric is None
+
+    def test_a_live_runs_lock_is_probed_at_most_every_few_seconds(self, tmp_path: Path) -> None:
+        write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))
+        write(tmp_path / "done.jsonl", start("done"), line("run_end", "done"))
+        probes: list[Path] = []
+        ticks = iter([0.0, 1.0, 2.0, LOCK_EVERY_S + 0.5])
+
+        def alive(path: Path) -> bool:
+            probes.append(path)
+            return len(probes) == 1  # held at the first probe, let go by the next
+
+        top = Top([tmp_path], alive=alive, monotonic=lambda: next(ticks), clock=lambda: T0 + 2)
+        top.refresh()
+        statuses = [top.rows()[0].status for _ in range(4)]
+
+        assert statuses == ["running", "running", "running", "died"]
+        assert probes == [tmp_path / "a.jsonl"] * 2  # a run that ended needs no probe
 
     def test_a_missing_source_is_an_error_that_says_what_to_pass(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match=r"no such log or folder: .*pass a folder of logs"):

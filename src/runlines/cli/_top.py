@@ -30,6 +30,7 @@ from runlines.reading._summary import RunSummary
 __all__ = ["Top", "TopRow", "add_commands", "render_frame", "sparkline"]
 
 REFRESH_S: Final = 1.0
+LOCK_EVERY_S: Final = 5.0  # a killed run shows as died within this
 SPARKS: Final = "▁▂▃▄▅▆▇█"
 ASCII_SPARKS: Final = "_.-=+*#@"
 _TREND_POINTS: Final = 256  # values of the main metric kept per run
@@ -232,7 +233,8 @@ class Top:
     `refresh()` reads what was appended to each log since the last call, and picks up logs
     that appeared in a folder; `rows()` returns one `TopRow` per log, rank files after their
     run. *clock* gives the time the stall rule compares with; *alive* says whether a log's
-    writer holds its lock.
+    writer holds its lock, asked of a run without `run_end` at most every LOCK_EVERY_S of
+    *monotonic* (a probe is the costly part of a refresh; a run that ends says so in its log).
     """
 
     def __init__(
@@ -242,12 +244,15 @@ class Top:
         metric: str | None = None,
         clock: Callable[[], float] = time.time,
         alive: Callable[[Path], bool] = is_locked,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.sources = [Path(source) for source in sources]
         self.metric = metric
         self.clock = clock
         self.alive = alive
+        self.monotonic = monotonic
         self.watches: dict[Path, RunWatch] = {}
+        self._probed: dict[Path, tuple[float, bool]] = {}  # log -> (when, held)
         self._check_sources()
 
     def _check_sources(self) -> None:
@@ -263,18 +268,22 @@ class Top:
     def refresh(self) -> int:
         """Pick up new logs, read what each log gained; return the bytes read in all."""
         self._discover()
-        return sum(watch.refresh() for watch in self.watches.values())
+        read = 0
+        for watch in self.watches.values():
+            try:
+                read += watch.refresh()
+            except OSError:  # unreadable for now (permissions, a network share): next time
+                continue
+        return read
 
     def _discover(self) -> None:
         found: list[LogFile] = []
         for source in self.sources:
             if source.is_dir():
-                paths = sorted(source.glob(f"*{LOG_SUFFIX}"))
-                found.extend(log_file(p) for p in paths if not_regular_reason(p) is None)
+                found.extend(self._logs_in(source))
             else:
                 found.append(log_file(source))
-        fresh = [log for log in found if log.path not in self.watches]
-        if not fresh:
+        if all(log.path in self.watches for log in found):
             return
         labels = run_labels([log for log in found if log.rank is None])
         watches = {}
@@ -287,6 +296,29 @@ class Top:
             sorted(watches.items(), key=lambda item: (item[1].log.run, item[1].log.rank or 0))
         )
 
+    def _logs_in(self, folder: Path) -> list[LogFile]:
+        """Return the logs of *folder*: a new name is checked to be a regular file once."""
+        logs = []
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # the folder went away: its runs stay as they were last seen
+            return [watch.log for watch in self.watches.values() if watch.log.path.parent == folder]
+        for entry in entries:
+            if not entry.name.endswith(LOG_SUFFIX):
+                continue
+            path = folder / entry.name
+            if path in self.watches or entry.is_file():  # a FIFO named like a log is no log
+                logs.append(self.watches[path].log if path in self.watches else log_file(path))
+        return logs
+
+    def _is_alive(self, watch: RunWatch) -> bool:
+        """Return whether *watch*'s writer holds its lock, probed at most every LOCK_EVERY_S."""
+        now = self.monotonic()
+        probed = self._probed.get(watch.log.path)
+        if probed is None or now - probed[0] >= LOCK_EVERY_S:
+            probed = self._probed[watch.log.path] = (now, self.alive(watch.log.path))
+        return probed[1]
+
     def rows(self) -> list[TopRow]:
         """Return one row per log at the clock's time: a run, or one rank of a run."""
         now = self.clock()
@@ -296,7 +328,7 @@ class Top:
             rank = watch.log.rank
             if rank is None and watch.log.run in ranked:
                 rank = 0
-            alive = None if watch.summary.ended is not None else self.alive(watch.log.path)
+            alive = None if watch.summary.ended is not None else self._is_alive(watch)
             rows.append(watch.row(rank=rank, alive=alive, now=now))
         return rows
 
