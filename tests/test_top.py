@@ -6,6 +6,7 @@ import fcntl
 import os
 import re
 import select
+import statistics
 import struct
 import subprocess
 import sys
@@ -20,8 +21,8 @@ from filelock import FileLock
 
 from _logs import T0, line, write
 from runlines import runs
-from runlines.cli import main
-from runlines.cli._top import LOCK_EVERY_S, SPARKS, Top, TopRow, render_frame, sparkline
+from runlines.cli import _top, main
+from runlines.cli._top import LOCK_EVERY_S, SPARKS, Top, TopRow, Trend, render_frame, sparkline
 from runlines.reading import lock_path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -51,8 +52,27 @@ class TestSparkline:
     def test_lowest_is_the_first_bar_highest_the_last(self) -> None:
         assert sparkline([0, 1, 2, 3, 4, 5, 6, 7], 8) == SPARKS
 
-    def test_shows_the_last_values_that_fit(self) -> None:
-        assert sparkline([100.0, 0.0, 1.0], 2) == SPARKS[0] + SPARKS[-1]
+    def test_more_values_than_bars_are_averaged_in_runs(self) -> None:
+        assert sparkline([0.0, 2.0, 10.0, 12.0, 4.0, 6.0], 3) == SPARKS[0] + SPARKS[-1] + SPARKS[3]
+
+
+class TestTrend:
+    def test_keeps_every_value_until_full(self) -> None:
+        trend = Trend(4)
+        for value in range(7):
+            trend.add(float(value))
+
+        assert trend.values() == tuple(float(v) for v in range(7))
+
+    def test_a_long_run_is_kept_as_means_of_neighbours(self) -> None:
+        trend = Trend(4)
+        for value in range(1000):
+            trend.add(float(value))
+
+        values = trend.values()
+        assert 4 <= len(values) <= 8
+        assert values[0] == pytest.approx(statistics.fmean(range(trend.stride)))
+        assert values[-1] > 900
 
     def test_a_flat_metric_is_a_flat_line_and_nan_is_left_out(self) -> None:
         assert sparkline([2.0, float("nan"), 2.0], 5) == SPARKS[4] * 2
@@ -163,6 +183,26 @@ class TestTop:
         top.refresh()
 
         assert top.rows()[0].step == 3
+
+    def test_a_big_log_starts_from_its_lifecycle_lines_and_tail(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(_top, "QUICK_BYTES", 4000)
+        monkeypatch.setattr(_top, "TAIL_BYTES", 1000)
+        log = write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 200), b'{"ts": 1, "ev')
+        top = Top([tmp_path], alive=always_alive, clock=lambda: T0 + 100)
+        assert top.refresh() == log.stat().st_size
+
+        (row,) = top.rows()
+        assert (row.status, row.step, row.metric) == ("running", 200, "train_step.loss")
+        assert 0 < len(row.trend) < 20
+        assert top.watches[log].summary.attempts == 1
+
+        with log.open("ab") as out:
+            out.write(b'ent": "x"}\n' + steps("a", 201, 201, t0=T0 + 100))
+        top.refresh()
+
+        assert top.rows()[0].step == 201
 
     def test_a_log_that_appears_in_the_folder_is_picked_up(self, tmp_path: Path) -> None:
         write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))

@@ -8,6 +8,7 @@ the lines of one frame; the command draws them on the alternate screen (`_screen
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import shutil
@@ -23,17 +24,19 @@ from typing import Any, Final
 from runlines._layout import LIFECYCLE_EVENTS, LOG_SUFFIX, RUN_START, not_regular_reason
 from runlines.errors import ReadError
 from runlines.reading._files import LogFile, is_locked, log_file, run_labels
-from runlines.reading._lines import LogFollower
+from runlines.reading._lines import LogFollower, decode_line, lines_containing, open_log
 from runlines.reading._rules import BOOKKEEPING
 from runlines.reading._summary import RunSummary
 
-__all__ = ["Top", "TopRow", "add_commands", "render_frame", "sparkline"]
+__all__ = ["Top", "TopRow", "Trend", "add_commands", "render_frame", "sparkline"]
 
 REFRESH_S: Final = 1.0
 LOCK_EVERY_S: Final = 5.0  # a killed run shows as died within this
+QUICK_BYTES: Final = 8 << 20  # a bigger log starts from its lifecycle lines and last MiB
+TAIL_BYTES: Final = 1 << 20
 SPARKS: Final = "▁▂▃▄▅▆▇█"
 ASCII_SPARKS: Final = "_.-=+*#@"
-_TREND_POINTS: Final = 256  # values of the main metric kept per run
+_TREND_POINTS: Final = 128  # a trend keeps 128 to 256 numbers, however long the run
 _PACE_RECORDS: Final = 32  # steps per second over this many last records of the hot event
 _SYSTEM: Final = "system"
 # Events that say nothing about training's progress: never the hot event, nor its metric.
@@ -66,6 +69,40 @@ class TopRow:
 # --- following the runs ------------------------------------------------------------------------
 
 
+class Trend:
+    """A metric's values over a whole run, in *points* to 2 x *points* numbers.
+
+    Each number is the mean of `stride` values in a row; when the numbers reach 2 x *points*,
+    neighbours are averaged in pairs and the stride doubles, so a long run costs no more.
+    """
+
+    __slots__ = ("_count", "_means", "_sum", "points", "stride")
+
+    def __init__(self, points: int) -> None:
+        self.points = points
+        self.stride = 1
+        self._means: list[float] = []
+        self._sum = 0.0
+        self._count = 0
+
+    def add(self, value: float) -> None:
+        self._sum += value
+        self._count += 1
+        if self._count < self.stride:
+            return
+        self._means.append(self._sum / self._count)
+        self._sum, self._count = 0.0, 0
+        if len(self._means) >= 2 * self.points:
+            pairs = zip(self._means[::2], self._means[1::2], strict=True)
+            self._means = [(a + b) / 2 for a, b in pairs]
+            self.stride *= 2
+
+    def values(self) -> tuple[float, ...]:
+        """Return the means, oldest first, the one still filling last."""
+        partial = (self._sum / self._count,) if self._count else ()
+        return (*self._means, *partial)
+
+
 class RunWatch:
     """One log file followed: its `RunSummary`, the hot event's pace, the main metric's trend."""
 
@@ -76,17 +113,23 @@ class RunWatch:
         self.follower = LogFollower(log.path)
         self.bytes_read = 0
         self._restarts = 0
+        self._primed = False
         self._reset()
 
     def _reset(self) -> None:
         self.summary = RunSummary(self.log.path, label=self.label)
         self.counts: Counter[str] = Counter()
         self.candidates: dict[str, str] = {}  # event -> the field its trend follows
-        self.trends: dict[str, deque[float]] = {}  # `<event>.<field>` -> recent values
+        self.trends: dict[str, Trend] = {}  # `<event>.<field>` -> its values over the run
         self.paces: dict[str, deque[tuple[float, float]]] = {}  # event -> (ts, step or count)
 
     def refresh(self) -> int:
         """Read the records appended since the last refresh; return the bytes read."""
+        if not self._primed:
+            self._primed = True
+            size = self.log.path.stat().st_size if self.log.path.exists() else 0
+            if size > QUICK_BYTES:
+                return self._prime(size)
         before = self.follower.offset
         records = self.follower.poll()
         if self.follower.restarts != self._restarts:  # replaced or truncated: start over
@@ -98,6 +141,34 @@ class RunWatch:
         for record in records:
             self.add(record)
         return read
+
+    def _prime(self, size: int) -> int:
+        """Start a big log from its lifecycle lines and its last MiB, as `ls` reads it.
+
+        Status, attempts and step are exact; the trend and the pace start from the tail.
+        Returns the bytes read (the lifecycle scan reads every byte but decodes few).
+        """
+        path = self.log.path
+        found = dict(lines_containing(path, (b'"run_start"', b'"run_end"')))
+        with open_log(path) as stream:
+            start = stream.seek(max(0, size - TAIL_BYTES))
+            block = stream.read(size - start)
+        first = block.find(b"\n") + 1 if start else 0  # the first line may start before it
+        end = start + block.rfind(b"\n") + 1  # a torn last line waits for its newline
+        offset = start + first
+        for raw in block[first : end - start].split(b"\n"):
+            found.setdefault(offset, raw)
+            offset += len(raw) + 1
+        for at, raw in sorted(found.items()):
+            if at >= end or not raw.strip():
+                continue
+            try:
+                self.add(decode_line(raw))
+            except ValueError:
+                continue  # a torn line; the full readers warn about it
+        self.follower = LogFollower(path, end)
+        self.bytes_read += size
+        return size
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count *record* in: the summary, and the trend and pace of its event."""
@@ -117,8 +188,8 @@ class RunWatch:
             key = f"{event}.{field}"
             trend = self.trends.get(key)
             if trend is None:
-                trend = self.trends[key] = deque(maxlen=_TREND_POINTS)
-            trend.append(float(value))
+                trend = self.trends[key] = Trend(_TREND_POINTS)
+            trend.add(float(value))
 
     def _pace(self, event: str, record: Mapping[str, Any]) -> None:
         ts: Any = record.get("ts")
@@ -163,7 +234,7 @@ class RunWatch:
             steps_per_s=_steps_per_s(self.paces.get(hot or "")) if status == "running" else None,
             metric=metric,
             value=values.get(metric) if metric else None,
-            trend=tuple(self.trends.get(metric or "", ())),
+            trend=self.trends[metric].values() if metric in self.trends else (),
             last=_other_metrics(values, hot, metric),
             cpu_percent=_number(values.get(f"{_SYSTEM}.cpu_percent")),
             rss_bytes=_number(values.get(f"{_SYSTEM}.rss_bytes")),
@@ -337,10 +408,18 @@ class Top:
 
 
 def sparkline(values: Sequence[float], width: int, *, chars: str = SPARKS) -> str:
-    """Return the last *width* of *values* as bars, the lowest as the first of *chars*."""
-    shown = [v for v in values if math.isfinite(v)][-width:] if width > 0 else []
-    if not shown:
+    """Return *values* as at most *width* bars, the lowest as the first of *chars*.
+
+    More values than bars are averaged in *width* runs of neighbours, so the line spans them all.
+    """
+    finite = [v for v in values if math.isfinite(v)]
+    if width <= 0 or not finite:
         return ""
+    n = len(finite)
+    shown = finite
+    if n > width:
+        cuts = [i * n // width for i in range(width + 1)]
+        shown = [statistics.fmean(finite[a:b]) for a, b in itertools.pairwise(cuts)]
     low, high = min(shown), max(shown)
     if high == low:
         return chars[len(chars) // 2] * len(shown)
