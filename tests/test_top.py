@@ -134,6 +134,14 @@ class TestRenderFrame:
         assert "GPU" in header
         assert "METRIC" in header
 
+    def test_a_narrow_terminal_keeps_the_rank_of_a_distributed_run(self) -> None:
+        rows = [TopRow(run="ddp", status="running", rank=r, step=9, value=1.0) for r in (0, 1)]
+
+        frame = render_frame(rows, width=20, height=None, title="T")
+
+        assert frame[1].split() == ["RUN", "RANK", "STATUS"]
+        assert frame[3].split() == ["ddp", "1", "running"]
+
     def test_rows_that_do_not_fit_are_counted(self) -> None:
         rows = [TopRow(run=f"r{i}", status="ok") for i in range(10)]
 

@@ -482,8 +482,8 @@ _COLUMNS: Final[tuple[tuple[str, Callable[[TopRow], str], bool], ...]] = (
     ("GPU MEM", _gpu_mem, True),
     ("LAST", lambda r: " ".join(f"{k}={_num(v)}" for k, v in r.last) or "-", False),
 )
-# the columns a narrow terminal drops first (RUN and STATUS always stay)
-_DROP_ORDER: Final = ("LAST", "GPU MEM", "RSS", "CPU", "RANK", "GPU", "TREND", "STEP/S", "METRIC")
+# the columns a narrow terminal drops first (RUN, RANK and STATUS always stay)
+_DROP_ORDER: Final = ("LAST", "GPU MEM", "RSS", "CPU", "GPU", "TREND", "STEP/S", "METRIC", "STEP")
 
 
 def render_frame(
@@ -497,7 +497,7 @@ def render_frame(
     """Return the lines of one frame: *title*, a header, one line per row, each cut to *width*.
 
     Columns a narrow terminal has no room for are left out, least useful first (LAST, the
-    memory figures, ...); RUN and STATUS stay. With *height*, rows that do not fit are
+    memory figures, ...); RUN, RANK and STATUS stay. With *height*, rows that do not fit are
     counted on the last line. Columns no row has a value for (RANK, the system figures of a
     run without `system` records) are left out too.
     """
