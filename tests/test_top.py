@@ -269,6 +269,18 @@ class TestTop:
         assert row.last[:2] == (("lr", 0.1), ("tokens", 10))
         assert ("eval.loss", 0.3) in row.last
 
+    def test_the_metric_is_found_in_a_later_record_when_the_first_has_none(
+        self, tmp_path: Path
+    ) -> None:
+        first = line("train_step", "a", T0, step=0)
+        write(tmp_path / "a.jsonl", start("a"), first, steps("a", 1, 3, t0=T0 + 1))
+        top = Top([tmp_path], alive=always_alive)
+        top.refresh()
+
+        (row,) = top.rows()
+
+        assert (row.metric, row.trend) == ("train_step.loss", (1.0, 0.5, 1 / 3))
+
     def test_metric_option_names_the_metric_of_every_run(self, tmp_path: Path) -> None:
         records = [start("a"), steps("a", 1, 4)]
         records += [line("eval", "a", T0 + 2, step=s, accuracy=s / 10) for s in (2, 4)]
@@ -384,6 +396,12 @@ class TestStalled:
         top.refresh()
 
         assert [row.status for row in top.rows()] == ["running"]
+
+
+def test_help_lists_top(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+
+    assert re.search(r"^\s+top\s+a live view of the runs", capsys.readouterr().out, re.M)
 
 
 def test_once_prints_one_frame(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

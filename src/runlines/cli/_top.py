@@ -127,7 +127,10 @@ class RunWatch:
         """Read the records appended since the last refresh; return the bytes read."""
         if not self._primed:
             self._primed = True
-            size = self.log.path.stat().st_size if self.log.path.exists() else 0
+            try:
+                size = self.log.path.stat().st_size
+            except FileNotFoundError:  # not written yet: the follower waits for it
+                size = 0
             if size > QUICK_BYTES:
                 return self._prime(size)
         before = self.follower.offset
@@ -181,8 +184,10 @@ class RunWatch:
         self.counts[event] += 1
         self._pace(event, record)
         field = self.candidates.get(event)
-        if field is None:
-            field = self.candidates[event] = _trend_field(event, record, self.metric)
+        if field is None:  # until a record of the event has a metric to follow
+            field = _trend_field(event, record, self.metric)
+            if field:
+                self.candidates[event] = field
         value: Any = record.get(field) if field else None
         if type(value) in (int, float) and math.isfinite(value):
             key = f"{event}.{field}"
