@@ -341,6 +341,23 @@ class TestTop:
         assert statuses == ["running", "running", "running", "died"]
         assert probes == [tmp_path / "a.jsonl"] * 2  # a run that ended needs no probe
 
+    def test_odd_records_of_a_foreign_log_are_shown_not_a_crash(self, tmp_path: Path) -> None:
+        odd = [
+            b'{"ts": "x", "event": ["train"], "step": [1], "loss": {"a": 1}}\n',
+            b'{"event": 7, "ts": 1e300, "step": true, "loss": "nan"}\n',
+            b'{"ts": 1.0, "event": "train", "step": 2, "loss": 0.5, "lr": null}\n',
+            b"[1, 2]\n",
+        ]
+        write(tmp_path / "odd.jsonl", *odd)
+        top = Top([tmp_path], alive=always_alive, clock=lambda: 2.0)
+        top.refresh()
+
+        (row,) = top.rows()
+        frame = render_frame([row], width=120, height=None, title="T")
+
+        assert (row.step, row.metric, row.value) == (2, "train.loss", 0.5)
+        assert frame[2].split()[:3] == ["odd", "running", "2"]
+
     def test_a_missing_source_is_an_error_that_says_what_to_pass(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match=r"no such log or folder: .*pass a folder of logs"):
             Top([tmp_path / "nope"])

@@ -124,11 +124,13 @@ class RunSummary:
         if event == RUN_START:
             self._start(record)
         at = ts if type(ts) is float else to_float(ts)  # the common case first: a float
+        # a foreign log may hold any JSON value as its event
+        background = isinstance(event, str) and event in _BACKGROUND_EVENTS
         if math.isfinite(at):
-            self._tick(at, active=event not in _BACKGROUND_EVENTS)
+            self._tick(at, active=not background)
         if event == _STALL:
             self._stall_seen = True
-        elif event not in _BACKGROUND_EVENTS:
+        elif not background:
             self._stall_seen = False
         if self.run is None and isinstance(record.get("run"), str):
             self.run = record["run"]
