@@ -626,8 +626,11 @@ def _top(args: argparse.Namespace) -> int:
         frame = render_frame(rows, width=width, height=None, title=title, chars=chars)
         print("\n".join(_ascii_cut(line, chars) for line in frame))
         return 0
-    from runlines.cli._screen import Screen
-
+    try:
+        from runlines.cli._screen import Screen
+    except ImportError as err:  # no termios: Windows
+        msg = f"the live view of `runlines top` needs a POSIX terminal ({err}); use --once"
+        raise ReadError(msg) from err
     try:
         with Screen(sys.stdout) as screen:
             _live(top, screen, args.interval, chars)
