@@ -28,6 +28,15 @@ SPAN: Final = "span"
 ARTIFACT: Final = "artifact"
 SIGNAL: Final = "signal"
 LIFECYCLE_EVENTS: Final = frozenset({RUN_START, RUN_END, SPAN, ARTIFACT, SIGNAL})
+# Written while a run is watched (docs/watching.md) and by capture (warnings, logging).
+SYSTEM: Final = "system"
+STALL: Final = "stall"
+STALL_END: Final = "stall_end"
+NONFINITE: Final = "nonfinite"
+WARNING: Final = "warning"
+LOG: Final = "log"
+# Written by the run's watcher thread: no sign that training makes progress.
+BACKGROUND_EVENTS: Final = frozenset({SYSTEM, STALL, STALL_END})
 
 _CHUNK: Final = 1 << 20  # bytes read at a time when hashing a file
 

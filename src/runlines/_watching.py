@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from runlines import _watch
+from runlines import _layout, _watch
 from runlines import fields as _f
 from runlines.stall import StallWatch, dump_stacks
 
@@ -112,7 +112,7 @@ class Watching:
     def _sample(self, now: float) -> float | None:
         fields = self._sampler.sample(now)
         if fields:
-            self._emit("system", fields)
+            self._emit(_layout.SYSTEM, fields)
         return now + self._system_s
 
     def _progress(self) -> int:
@@ -127,7 +127,7 @@ class Watching:
             fields[_f.STACKS] = f"{self._stacks_dir.name}/{path.name}"
         except OSError:
             pass  # the record still says the run stalled
-        self._emit("stall", fields)
+        self._emit(_layout.STALL, fields)
 
     def _on_resume(self, stalled_s: float) -> None:
-        self._emit("stall_end", {_f.STALLED_S: round(stalled_s, 3)})
+        self._emit(_layout.STALL_END, {_f.STALLED_S: round(stalled_s, 3)})

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import orjson
 
+from runlines import _layout
 from runlines.encoding import format_console, restore_nonfinite
 from runlines.sinks import StdoutSink
 
@@ -27,15 +28,15 @@ __all__ = ["LINE_EVENTS", "ConsoleOptions", "TrainingConsole"]
 
 LINE_EVENTS: Final = frozenset(
     {
-        "run_start",
-        "run_end",
-        "signal",
-        "warning",
-        "log",
-        "artifact",
-        "nonfinite",
-        "stall",
-        "stall_end",
+        _layout.RUN_START,
+        _layout.RUN_END,
+        _layout.SIGNAL,
+        _layout.WARNING,
+        _layout.LOG,
+        _layout.ARTIFACT,
+        _layout.NONFINITE,
+        _layout.STALL,
+        _layout.STALL_END,
     }
 )
 """Events that always print as lines (with `console_events=None`), as do `eval*` events."""

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from runlines import _layout
 from runlines import fields as _f
 from runlines.encoding import NONFINITE_KEY
 from runlines.errors import NonfiniteWarning
@@ -93,7 +94,7 @@ class NonfiniteAlarm:
                 fields["step"] = record["step"]
             fields[_f.VALUE] = kinds[pointer]
             fields[_f.LAST_FINITE] = last_finite(tail or b"", event, pointer)
-            write("nonfinite", fields)
+            write(_layout.NONFINITE, fields)
             said.append(f"{_field_name(pointer)}={kinds[pointer]}")
         step = f" at step {record['step']!r}" if "step" in record else ""
         if self.mode == "raise":

@@ -244,6 +244,7 @@ class LogFollower:
         self.offset = offset
         self.pending = b""
         self.skipped = 0
+        self.restarts = 0  # times the file was replaced or truncated and read from its start
         self._identity = self._file_identity()
 
     def _file_identity(self) -> tuple[int, int] | None:
@@ -263,6 +264,9 @@ class LogFollower:
         if identity != self._identity or info.st_size < self.offset:
             # replaced or truncated: read the new file from its start
             self.offset, self.pending, self._identity = 0, b"", identity
+            self.restarts += 1
+        elif info.st_size == self.offset:
+            return []  # nothing new: not even an open
         with open_log(self.path) as stream:
             stream.seek(self.offset)
             data = self.pending + stream.read(max(0, info.st_size - self.offset))

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from runlines import _layout
 from runlines._layout import LIFECYCLE_EVENTS, RUN_END, RUN_START
 from runlines.reading._files import is_locked
 from runlines.reading._lines import lines_containing, records_of
@@ -29,6 +30,7 @@ STALL_MIN_S: Final = 60.0
 STALL_GAPS: Final = 10.0
 _NUMBER_TYPES: Final = (int, float)  # exact types: a bool is no metric
 _RECENT: Final = 32  # the gaps between this many last records set a run's pace
+# Records a run's background thread writes (docs/watching.md): no sign that training moves.
 
 
 def is_stalled(last_ts: float | None, gaps: list[float], now: float) -> bool:
@@ -36,6 +38,7 @@ def is_stalled(last_ts: float | None, gaps: list[float], now: float) -> bool:
 
     The limit is max(60 s, 10 x the median gap between its recent records): a run that logs
     every second stalls after a minute of silence, one that logs every ten minutes after 100.
+    *last_ts* and *gaps* leave out the background's records (`system`, `stall`, `stall_end`).
     """
     if last_ts is None:
         return False
@@ -109,6 +112,8 @@ class RunSummary:
         self._metrics: dict[tuple[str, str], tuple[str, _Best | None]] = {}
         self._fresh: set[str] = set()  # metrics the current attempt has written
         self._gaps: deque[float] = deque(maxlen=_RECENT)
+        self._active_ts: float | None = None  # the last record that was no background record
+        self._stall_seen = False  # a `stall` record, and no record of the run's since
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count *record* (one decoded record, as iter_events yields it) in."""
@@ -118,8 +123,14 @@ class RunSummary:
         if event == RUN_START:
             self._start(record)
         at = ts if type(ts) is float else to_float(ts)  # the common case first: a float
+        # a foreign log may hold any JSON value as its event
+        background = isinstance(event, str) and event in _layout.BACKGROUND_EVENTS
         if math.isfinite(at):
-            self._tick(at)
+            self._tick(at, active=not background)
+        if event == _layout.STALL:
+            self._stall_seen = True
+        elif not background:
+            self._stall_seen = False
         if self.run is None and isinstance(record.get("run"), str):
             self.run = record["run"]
         if event == RUN_END:
@@ -128,19 +139,24 @@ class RunSummary:
         elif isinstance(event, str) and event not in LIFECYCLE_EVENTS:
             self._values(event, record)
 
-    def _tick(self, ts: float) -> None:
+    def _tick(self, ts: float, *, active: bool) -> None:
         if self.started is None:
             self.started = ts
-        if self._attempt_ts is None:  # an attempt's first record: no gap to the one before
+        if self._attempt_ts is None:
             self._attempt_ts = ts
-        elif self.last_ts is not None and ts >= self.last_ts:
-            self._gaps.append(ts - self.last_ts)
         self.last_ts = ts
+        if not active:
+            return
+        # an attempt's first record has no gap to the one before
+        if self._active_ts is not None and ts >= self._active_ts:
+            self._gaps.append(ts - self._active_ts)
+        self._active_ts = ts
 
     def _start(self, record: Mapping[str, Any]) -> None:
         if self._attempt_ts is not None and self.last_ts is not None:
             self._active_s += max(0.0, self.last_ts - self._attempt_ts)
         self._attempt_ts = None
+        self._active_ts = None
         own = as_attempt(record.get("attempt"))
         self.attempts = max(self.attempts + 1, own or 0)
         self.ended = None
@@ -189,7 +205,12 @@ class RunSummary:
         return key, best
 
     def status(self, *, alive: bool | None = None, now: float | None = None) -> str:
-        """Return running, stalled, died, or how the last attempt ended (ok, failed, ...)."""
+        """Return running, stalled, died, or how the last attempt ended (ok, failed, ...).
+
+        A live run is stalled when it wrote a `stall` record and nothing of its own since, or
+        when `is_stalled` says so; *alive* (default: its lock is held) and *now* (default: the
+        clock) are for a caller that knows them already.
+        """
         if self.ended is not None:
             return str(self.ended)
         if alive is None:
@@ -197,7 +218,9 @@ class RunSummary:
         if not alive:
             return "died"
         now = time.time() if now is None else now
-        return "stalled" if is_stalled(self.last_ts, list(self._gaps), now) else "running"
+        if self._stall_seen or is_stalled(self._active_ts, list(self._gaps), now):
+            return "stalled"
+        return "running"
 
     @property
     def duration_s(self) -> float | None:
