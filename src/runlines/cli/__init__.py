@@ -27,7 +27,7 @@ __all__ = ["COMMAND_GROUPS", "follow", "main", "resolve_run"]
 _WHICH_LEVELS: Final = 3  # `which` looks in the file's folder and this many parents
 _POLL_S: Final = 0.5
 # Modules that add commands: each has `add_commands(subparsers)` (see cli/_scale.py).
-COMMAND_GROUPS: list[str] = ["runlines.cli._scale", "runlines.cli._diff"]
+COMMAND_GROUPS: list[str] = ["runlines.cli._scale", "runlines.cli._diff", "runlines.cli._compact"]
 _RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
 _CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
 _sleep: Callable[[float], None] = time.sleep  # tests replace it to drive `tail -f` step by step
