@@ -51,8 +51,9 @@ class _Meta:
     log_size: int  # the log's size and mtime when the copy was written
     log_mtime_ns: int
     pieces: list[dict[str, Any]]  # rows, columns [[field, storage column]], fields, event
-    bad: list[list[Any]]  # [line, reason] of each bad line
+    bad: list[list[Any]]  # [line, reason] of each line load() skips
     summary: dict[str, Any]  # RunSummary.state()
+    summary_bad: list[int]  # the lines iter_events() skips (a BOM, which load() takes)
 
     def as_json(self) -> bytes:
         fields = {name: getattr(self, name) for name in self.__slots__}
@@ -81,7 +82,8 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
         return None
     covered = bytes(data)  # the parser overwrites the lines it hands to Python
     summary = RunSummary(log.path)
-    for record in _records(covered):
+    summary_bad: list[int] = []
+    for record in _records(covered, summary_bad):
         summary.add(record)
     parsed = _FileReader(log, data, None, find_nulls=True).read()
     table, pieces = _table(pa, parsed.pieces)
@@ -95,6 +97,7 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
         pieces=pieces,
         bad=[list(item) for item in parsed.bad],
         summary=summary.state(),
+        summary_bad=summary_bad,
     )
     target = copy_path(log.path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
@@ -131,15 +134,15 @@ def _complete_lines(path: Path) -> tuple[os.stat_result, npt.NDArray[np.uint8]]:
     return stat, data[:0]
 
 
-def _records(data: bytes) -> Iterator[dict[str, Any]]:
-    """Yield the records of *data* as `iter_events` does, bad lines left out silently."""
-    for raw in io.BytesIO(data):
+def _records(data: bytes, bad: list[int]) -> Iterator[dict[str, Any]]:
+    """Yield the records of *data* as `iter_events` does; add the bad lines' numbers to *bad*."""
+    for number, raw in enumerate(io.BytesIO(data), start=1):
         if not raw.strip():
             continue
         try:
             yield decode_line(raw)
         except ValueError:
-            continue  # a bad line: the copy records it, and readers warn about it
+            bad.append(number)  # the copy records it, and runs() warns about it
 
 
 def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
@@ -246,7 +249,7 @@ def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
         return None
     meta = found[0]
     summary = RunSummary.restored(log.path, meta.summary, label=label)
-    skipped = [line for line, _ in meta.bad]
+    skipped = list(meta.summary_bad)
     with open_regular(log.path) as stream:
         stream.seek(meta.covers_bytes)
         for number, raw in enumerate(stream, start=meta.covers_lines + 1):
