@@ -112,6 +112,8 @@ class _ParsedLog:
     pieces: list[_Piece]
     bad: list[tuple[int, str]]
     skipped: set[str] = field(default_factory=set)  # events of buckets left unread
+    # each output row's attempt and whether it is superseded, when a Parquet copy knows them
+    attempts: tuple[_Ints, _Bools] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -1006,6 +1008,12 @@ def _start_fields(table: _Columns, starts: _Ints, name: str) -> list[Any]:
 def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
     """Return each row's attempt and whether a later attempt supersedes it (see `_rules`)."""
     import numpy as np
+
+    known = [log.attempts for log in logs]
+    if logs and all(pair is not None for pair in known):  # every log read from its copy alone
+        firsts = [pair[0] for pair in known if pair is not None]
+        seconds = [pair[1] for pair in known if pair is not None]
+        return np.concatenate(firsts), np.concatenate(seconds)
 
     attempt = np.ones(table.num_rows, dtype=np.int64)
     superseded = np.zeros(table.num_rows, dtype=bool)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import copy_path, open_regular
 from runlines.errors import RunlinesWarning
-from runlines.reading._arrow import _FileReader, _ParsedLog, _Piece, checked
+from runlines.reading._arrow import _attempts, _Columns, _FileReader, _ParsedLog, _Piece, checked
 from runlines.reading._files import LogFile, find_logs, is_locked, log_file
 from runlines.reading._lines import decode_line, skipped_lines_message
 from runlines.reading._rules import Errors
@@ -38,6 +38,8 @@ _KEY: Final = b"runlines.copy"  # the Parquet key-value metadata holding `_Meta`
 _SAMPLE_BYTES: Final = 64 << 10  # hashed at each end of the covered bytes, for the quick check
 _HASH_CHUNK: Final = 4 << 20
 _LINE, _PATCH, _NULLS = "__line", "__patch", "__nulls"  # bookkeeping columns; fields are c<i>
+# each output row's (the log's records in line order) attempt, and whether it is superseded
+_ATTEMPT, _SUPERSEDED = "__attempt", "__superseded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,9 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
         summary.add(record)
     parsed = _FileReader(log, data, None, find_nulls=True).read()
     table, pieces = _table(pa, parsed.pieces)
+    attempt, superseded = _attempts(_Columns([parsed]), [parsed])
+    table = table.append_column(_ATTEMPT, pa.array(attempt, type=pa.int64()))
+    table = table.append_column(_SUPERSEDED, pa.array(superseded, type=pa.bool_()))
     meta = _Meta(
         covers_bytes=len(covered),
         covers_lines=covered.count(b"\n"),
@@ -238,6 +243,7 @@ def read_log(log: LogFile, errors: Errors, events: Collection[str] | None = None
         parsed = _from_copy(log, meta, path, events)
         tail = _tail_bytes(log.path, meta.covers_bytes)
         if len(tail):
+            parsed.attempts = None  # a later attempt may supersede records of the copy
             _append(parsed, _FileReader(log, tail, events).read(), meta.covers_lines)
     return checked(parsed, errors, stacklevel=5)
 
@@ -341,7 +347,9 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
     import pyarrow.parquet as pq
 
     wanted = None if events is None else {*events, "run_start"}
-    table = pq.read_table(path)
+    schema = pq.read_schema(path)
+    names = [n for n in schema.names if events is not None or n != _NULLS]
+    table = pq.read_table(path, columns=names)
     pieces: list[_Piece] = []
     skipped: set[str] = set()
     start = 0
@@ -360,7 +368,7 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
             piece_table = pa.table({"": pa.nulls(rows)}).drop_columns([""])
         patches = part.column(_PATCH)
         at = np.flatnonzero(patches.is_valid().to_numpy(zero_copy_only=False))
-        records = [json.loads(text) for text in patches.take(pa.array(at)).to_pylist()]
+        records = _decoded(patches.take(pa.array(at)).to_pylist())
         piece = _Piece(piece_table, lines[first : first + rows], at.tolist(), records)
         piece.fields = {n: (c, (line, place)) for n, (c, line, place) in about["fields"].items()}
         piece.event = event
@@ -368,7 +376,19 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
             piece.nulls = _nulls_of(part.column(_NULLS))
         pieces.append(piece)
     bad = [(int(line), str(reason)) for line, reason in meta.bad]
-    return _ParsedLog(log, pieces, bad, skipped)
+    parsed = _ParsedLog(log, pieces, bad, skipped)
+    if events is None:
+        stored = table.column(_ATTEMPT).to_numpy(), table.column(_SUPERSEDED).to_numpy()
+        parsed.attempts = stored[0].astype(np.int64), stored[1].astype(bool)
+    return parsed
+
+
+def _decoded(texts: list[str]) -> list[dict[str, Any]]:
+    """Return the records of JSON *texts*, decoded in one call (one call per text is slower)."""
+    if not texts:
+        return []
+    # json, not orjson: orjson reads an int beyond 64 bits as a float, and refuses NaN
+    return json.loads("[" + ",".join(texts) + "]")  # type: ignore[no-any-return]
 
 
 def _nulls_of(column: Any) -> dict[str, Any]:
