@@ -114,6 +114,7 @@ class _ParsedLog:
     skipped: set[str] = field(default_factory=set)  # events of buckets left unread
     # each output row's attempt and whether it is superseded, when a Parquet copy knows them
     attempts: tuple[_Ints, _Bools] | None = None
+    positions: _Ints | None = None  # each piece row's place among the log's rows, likewise
 
     @property
     def num_rows(self) -> int:
@@ -883,6 +884,10 @@ def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
     target: list[_Ints] = []
     offset = 0
     for log in logs:
+        if log.positions is not None:  # read from a copy, which stores them
+            target.append(log.positions + offset)
+            offset += len(log.positions)
+            continue
         lines = np.concatenate([p.lines for p in log.pieces]) if log.pieces else np.zeros(0, int)
         # each line's rank among the log's rows: a running count, no sort (lines are distinct)
         present = np.zeros(int(lines.max()) + 1 if len(lines) else 0, dtype=np.int64)

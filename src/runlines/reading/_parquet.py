@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import copy_path, open_regular
 from runlines.errors import RunlinesWarning
-from runlines.reading._arrow import _attempts, _Columns, _FileReader, _ParsedLog, _Piece, checked
+from runlines.reading._arrow import (
+    _attempts,
+    _Columns,
+    _FileReader,
+    _layout,
+    _ParsedLog,
+    _Piece,
+    checked,
+)
 from runlines.reading._files import LogFile, find_logs, is_locked, log_file
 from runlines.reading._lines import decode_line, skipped_lines_message
 from runlines.reading._rules import Errors
@@ -35,11 +43,12 @@ __all__ = ["COPY_FORMAT", "compact", "copy_summary", "read_log", "write_copy"]
 
 COPY_FORMAT: Final = 1  # bumped when the layout below changes: an older copy is ignored
 _KEY: Final = b"runlines.copy"  # the Parquet key-value metadata holding `_Meta`
-_SAMPLE_BYTES: Final = 64 << 10  # hashed at each end of the covered bytes, for the quick check
+_SAMPLE_BYTES: Final = 16 << 10  # hashed at each end of the covered bytes, for the quick check
 _HASH_CHUNK: Final = 4 << 20
 _LINE, _PATCH, _NULLS = "__line", "__patch", "__nulls"  # bookkeeping columns; fields are c<i>
-# each output row's (the log's records in line order) attempt, and whether it is superseded
-_ATTEMPT, _SUPERSEDED = "__attempt", "__superseded"
+# each output row's (the log's records in line order) attempt, and whether it is superseded;
+# each table row's output row
+_ATTEMPT, _SUPERSEDED, _POSITION = "__attempt", "__superseded", "__position"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +84,7 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
         ReadError: the log cannot be read.
         ImportError: pyarrow is not installed.
     """
+    import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -92,6 +102,9 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     attempt, superseded = _attempts(_Columns([parsed]), [parsed])
     table = table.append_column(_ATTEMPT, pa.array(attempt, type=pa.int64()))
     table = table.append_column(_SUPERSEDED, pa.array(superseded, type=pa.bool_()))
+    positions = _layout([parsed], None).positions
+    where = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+    table = table.append_column(_POSITION, pa.array(where, type=pa.int64()))
     meta = _Meta(
         covers_bytes=len(covered),
         covers_lines=covered.count(b"\n"),
@@ -243,7 +256,7 @@ def read_log(log: LogFile, errors: Errors, events: Collection[str] | None = None
         parsed = _from_copy(log, meta, path, events)
         tail = _tail_bytes(log.path, meta.covers_bytes)
         if len(tail):
-            parsed.attempts = None  # a later attempt may supersede records of the copy
+            parsed.attempts = parsed.positions = None  # a later attempt may supersede records
             _append(parsed, _FileReader(log, tail, events).read(), meta.covers_lines)
     return checked(parsed, errors, stacklevel=5)
 
@@ -297,9 +310,11 @@ def _usable_copy(log: LogFile) -> tuple[_Meta, Path] | None:
 
 
 def _read_meta(path: Path) -> _Meta | None:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    metadata = pq.read_schema(path).metadata or {}
+    with pa.OSFile(str(path)) as file:  # a path would cost a filesystem lookup per copy
+        metadata = pq.read_metadata(file).metadata or {}
     if _KEY not in metadata:
         return None
     about = json.loads(metadata[_KEY])
@@ -347,9 +362,9 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
     import pyarrow.parquet as pq
 
     wanted = None if events is None else {*events, "run_start"}
-    schema = pq.read_schema(path)
-    names = [n for n in schema.names if events is not None or n != _NULLS]
-    table = pq.read_table(path, columns=names)
+    with pa.OSFile(str(path)) as file:
+        names = [n for n in pq.read_schema(file).names if events is not None or n != _NULLS]
+    table = pq.read_table(path, columns=names, memory_map=True)
     pieces: list[_Piece] = []
     skipped: set[str] = set()
     start = 0
@@ -380,6 +395,7 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
     if events is None:
         stored = table.column(_ATTEMPT).to_numpy(), table.column(_SUPERSEDED).to_numpy()
         parsed.attempts = stored[0].astype(np.int64), stored[1].astype(bool)
+        parsed.positions = table.column(_POSITION).to_numpy().astype(np.int64)
     return parsed
 
 
