@@ -8,8 +8,6 @@ JSON reader, Python (orjson) taking only those it cannot.
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -49,13 +47,6 @@ def test_no_parser_of_our_own_is_built() -> None:
 
     assert not hasattr(native, "readfast")
     assert not list(Path(runlines.__file__).parent.glob("_readfast*"))
-
-
-def test_the_python_only_reader_needs_no_c_extension() -> None:
-    code = "import runlines, runlines._native as n; print(n.speedups)"
-    env = {"RUNLINES_NO_SPEEDUPS": "1", "PYTHONPATH": str(Path(runlines.__file__).parents[1])}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.stdout.strip() == "None", out.stderr
 
 
 # --- the same frame either way ----------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,21 @@ class TestAtClose:
 
         assert run.closed
         assert not (tmp_path / "r.parquet").exists()
+
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork: POSIX only")
+    def test_a_forked_child_that_closes_the_run_writes_no_copy(self, tmp_path: Path) -> None:
+        run = runlines.Run("r", tmp_path, stdout=False, compact=True)
+        run.log("train", step=1)
+        child = os.fork()
+        if child == 0:  # the child: close its copy of the run, then leave at once
+            run.close()
+            os._exit(0 if not (tmp_path / "r.parquet").exists() else 3)
+        _, status = os.waitpid(child, 0)
+
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert not (tmp_path / "r.parquet").exists()
+        run.close()
+        assert (tmp_path / "r.parquet").is_file()
 
     def test_a_failed_run_still_gets_its_copy(self, tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="boom"), runlines.Run("r", tmp_path, stdout=False,

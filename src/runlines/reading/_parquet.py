@@ -269,7 +269,16 @@ def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
     meta = found[0]
     summary = RunSummary.restored(log.path, meta.summary, label=label)
     skipped = list(meta.summary_bad)
-    with open_regular(log.path) as stream:
+    if log.path.stat().st_size > meta.covers_bytes:
+        _add_tail(summary, log.path, meta, skipped)
+    if skipped:
+        warnings.warn(skipped_lines_message(log.path, skipped), RunlinesWarning, stacklevel=4)
+    return summary
+
+
+def _add_tail(summary: RunSummary, path: Path, meta: _Meta, skipped: list[int]) -> None:
+    """Add the records after the copy to *summary*; add the bad lines' numbers to *skipped*."""
+    with open_regular(path) as stream:
         stream.seek(meta.covers_bytes)
         for number, raw in enumerate(stream, start=meta.covers_lines + 1):
             if not raw.strip():
@@ -277,14 +286,11 @@ def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
             try:
                 record = decode_line(raw)
             except ValueError:
-                if not raw.endswith(b"\n") and is_locked(log.path):
+                if not raw.endswith(b"\n") and is_locked(path):
                     break  # the live writer's record still being written
                 skipped.append(number)
                 continue
             summary.add(record)
-    if skipped:
-        warnings.warn(skipped_lines_message(log.path, skipped), RunlinesWarning, stacklevel=4)
-    return summary
 
 
 def _usable_copy(log: LogFile) -> tuple[_Meta, Path] | None:
