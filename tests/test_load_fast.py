@@ -330,6 +330,18 @@ class TestTrust:
 
         assert len(frame) == 100
 
+    def test_a_copy_with_damaged_data_is_ignored(self, tmp_path: Path) -> None:
+        path = self._log_and_copy(tmp_path)
+        copy = path.with_suffix(".parquet")
+        data = bytearray(copy.read_bytes())
+        data[4:400] = b"\xff" * 396  # the first data pages; the footer stays readable
+        copy.write_bytes(bytes(data))
+
+        with pytest.warns(RunlinesWarning, match="r.parquet is not used: it cannot be read"):
+            frame = runlines.load(path)
+
+        assert len(frame) == 100
+
     def test_another_logs_copy_is_ignored(self, tmp_path: Path) -> None:
         path = self._log_and_copy(tmp_path)
         other = tmp_path / "o.jsonl"

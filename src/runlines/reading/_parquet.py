@@ -249,16 +249,30 @@ def read_log(log: LogFile, errors: Errors, events: Collection[str] | None = None
     from runlines.reading._arrow import _read_bytes
 
     found = _usable_copy(log)
-    if found is None:
+    parsed = None if found is None else _copy_or_none(log, *found, events)
+    if parsed is None:
         parsed = _FileReader(log, _read_bytes(log.path), events).read()
-    else:
-        meta, path = found
-        parsed = _from_copy(log, meta, path, events)
+    elif found is not None:
+        meta = found[0]
         tail = _tail_bytes(log.path, meta.covers_bytes)
         if len(tail):
             parsed.attempts = parsed.positions = None  # a later attempt may supersede records
             _append(parsed, _FileReader(log, tail, events).read(), meta.covers_lines)
     return checked(parsed, errors, stacklevel=5)
+
+
+def _copy_or_none(
+    log: LogFile, meta: _Meta, path: Path, events: Collection[str] | None
+) -> _ParsedLog | None:
+    """Return the parsed log the copy holds; warn and return None when its data is damaged."""
+    import pyarrow as pa
+
+    try:
+        return _from_copy(log, meta, path, events)
+    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
+        msg = f"{path} is not used: it cannot be read ({err}); reading {log.path.name} instead"
+        warnings.warn(msg, RunlinesWarning, stacklevel=6)
+        return None
 
 
 def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
