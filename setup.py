@@ -5,6 +5,5 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("runlines._speedups", ["src/runlines/_speedups.c"], optional=True),
-        Extension("runlines._readfast", ["src/runlines/_readfast.c"], optional=True),
     ]
 )

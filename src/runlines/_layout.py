@@ -2,8 +2,9 @@
 
 A run named N in folder D writes `D/N.jsonl` (rank R > 0 of a distributed run:
 `D/N.rank<R>.jsonl`), holds `D/N.jsonl.lock` while it is open, and keeps side files in
-`D/N.artifacts/`. Only regular files are ever opened: a FIFO or a device named like a log
-would block a reader forever.
+`D/N.artifacts/`. A finished log may have a Parquet copy, `D/N.parquet` (docs/scale.md).
+Only regular files are ever opened: a FIFO or a device named like a log would block a reader
+forever.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 LOG_SUFFIX: Final = ".jsonl"
 LOCK_SUFFIX: Final = ".lock"
 ARTIFACTS_SUFFIX: Final = ".artifacts"
+COPY_SUFFIX: Final = ".parquet"
 RANK_NAME: Final = re.compile(r"^(?P<run>.+)\.rank(?P<rank>\d+)$")
 
 # The events runlines writes itself; every other event is the user's.
@@ -59,6 +61,11 @@ def lock_path(log: str | os.PathLike[str]) -> Path:
 def artifacts_dir(log: Path) -> Path:
     """Return the folder of a run's side files: `<name>.artifacts` next to its log."""
     return log.with_suffix(ARTIFACTS_SUFFIX)
+
+
+def copy_path(log: Path) -> Path:
+    """Return the Parquet copy of a log's records: `<name>.parquet` next to `<name>.jsonl`."""
+    return log.with_suffix(COPY_SUFFIX)
 
 
 def run_and_rank(stem: str) -> tuple[str, int | None]:

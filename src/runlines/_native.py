@@ -1,7 +1,6 @@
-"""The optional C extensions, or None: not built, or RUNLINES_NO_SPEEDUPS=1.
+"""The optional C extension, or None: not built, or RUNLINES_NO_SPEEDUPS=1.
 
-`speedups` (`_speedups.c`) is the fast path of Run.log and spans; `readfast` (`_readfast.c`)
-parses the common lines of load().
+`speedups` (`_speedups.c`) is the fast path of Run.log and spans.
 """
 
 from __future__ import annotations
@@ -21,4 +20,3 @@ def _load(name: str) -> ModuleType | None:
 
 
 speedups: ModuleType | None = _load("runlines._speedups")
-readfast: ModuleType | None = _load("runlines._readfast")

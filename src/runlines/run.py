@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
-from runlines import _context, _layout, _lifecycle, _native
+from runlines import _compact, _context, _layout, _lifecycle, _native
 from runlines._warnings import warn_user
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
@@ -101,6 +101,7 @@ class Run:
         on_nonfinite: Literal["warn", "raise", "ignore"] = "warn",
         console_every: float | None = None,
         console_events: Iterable[str] | None = None,
+        compact: bool | None = None,
     ) -> None:
         from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
 
@@ -129,6 +130,7 @@ class Run:
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         self._vocabulary = _fields.load_vocabulary(fields)
         self._strict_fields = strict_fields
+        self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
         self._redactor = _redactor(redact)
         self._redact = None if self._redactor is None else self._redactor.redact_fields
         self._kinds: dict[str, str] = {}  # field name -> the JSON kind it was first logged as
@@ -785,6 +787,8 @@ class Run:
             raise
         _lifecycle.unregister(self)
         self._ended.set()
+        if not patient and status in ("ok", "failed") and os.getpid() == self._pid:
+            _compact.compact_at_close(self.path, self._compact)  # never after a signal's end
         return True
 
     def _write_closing(self, status: str, details: dict[str, Any], timeout: float) -> bool:

@@ -14,8 +14,8 @@ Two times per reader, both honest, for two questions:
   so every one needs it), the time of the read itself. The runlines side counts
   `import runlines` and whatever load() imports (pyarrow.json, ...) inside the timed region.
   What a notebook or a longer script pays. The target is judged on this one.
-"runlines.load, pyarrow reader" is load() as installed without a C compiler
-(RUNLINES_NO_SPEEDUPS=1): pyarrow's JSON reader in place of the C one (_readfast.c).
+load() parses with pyarrow's JSON reader (Python takes only the lines it cannot); the log has
+no Parquet copy here (a live run): bench_parquet.py measures reading through one.
 Bytecode is cached (PYTHONPYCACHEPREFIX in a temporary folder, filled by one untimed run of
 each reader on a small log first), as an installed wheel has it: this environment's
 PYTHONDONTWRITEBYTECODE=1 and editable install would otherwise compile runlines from source in
@@ -52,13 +52,6 @@ READERS = {
     "runlines.load": (
         "torn",
         _TIMED.format(call="import runlines; df = runlines.load(sys.argv[1])"),
-    ),
-    "runlines.load, pyarrow reader": (  # as without a C compiler: RUNLINES_NO_SPEEDUPS=1
-        "torn",
-        _TIMED.format(
-            call="import os; os.environ['RUNLINES_NO_SPEEDUPS'] = '1'; import runlines;"
-            " df = runlines.load(sys.argv[1])"
-        ),
     ),
     "runlines.load(event='eval')": (
         "torn",

@@ -31,6 +31,7 @@ COMMAND_GROUPS: list[str] = [
     "runlines.cli._scale",
     "runlines.cli._diff",
     "runlines.cli._top",
+    "runlines.cli._compact",
     "runlines.serve._cli",
 ]
 _RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 
-from runlines import _native
 from runlines.encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, ReadError, RunlinesWarning
 from runlines.reading._files import LogFile
@@ -91,6 +90,7 @@ class _Piece:
     fields: dict[str, tuple[int, tuple[int, int]]] = field(default_factory=dict)
     # each column's place in the table: a name lookup per column must not scan all names
     places: dict[str, int] = field(default_factory=dict)
+    event: str | None = None  # the one event of all rows, when the piece is one event's bucket
 
     def column(self, name: str) -> Any:
         """Return column *name* of the table, or None when it has none."""
@@ -112,6 +112,9 @@ class _ParsedLog:
     pieces: list[_Piece]
     bad: list[tuple[int, str]]
     skipped: set[str] = field(default_factory=set)  # events of buckets left unread
+    # each output row's attempt and whether it is superseded, when a Parquet copy knows them
+    attempts: tuple[_Ints, _Bools] | None = None
+    positions: _Ints | None = None  # each piece row's place among the log's rows, likewise
 
     @property
     def num_rows(self) -> int:
@@ -205,9 +208,18 @@ class _FileReader:
     at all. The records Python parsed and the bad lines are kept here for all buckets.
     """
 
-    def __init__(self, log: LogFile, data: _Bytes, events: Collection[str] | None) -> None:
+    def __init__(
+        self,
+        log: LogFile,
+        data: _Bytes,
+        events: Collection[str] | None,
+        *,
+        find_nulls: bool = False,
+    ) -> None:
         self.log = log
         self.events = None if events is None else {*events, "run_start"}  # attempts need these
+        # the rows holding a field as null: an event filter needs them (see _Piece.nulls)
+        self.find_nulls = find_nulls or events is not None
         self.records: dict[int, dict[str, Any]] = {}
         self.bad: list[tuple[int, str]] = []
         self.skipped: set[str] = set()
@@ -222,41 +234,40 @@ class _FileReader:
 
         self.main.sort_lines()
         buckets = self.main.buckets()
-        skip = [self._is_unwanted(bucket) for bucket in buckets]
-        pairs = list(zip(buckets, skip, strict=True))
-        # the C reader reads lines where they are; pyarrow reads spans, so it needs them moved
-        fast = _native.readfast is not None
-        take = self.main.select if fast else self.main.gather
-        parts = [take(bucket.lines) for bucket, no in pairs[1:] if not no]
-        unwanted = [bucket for bucket, no in pairs if no]
+        names = [self._event_of(bucket) for bucket in buckets]
+        skip = [self.events is not None and n is not None and n not in self.events for n in names]
+        self.skipped.update(n for n, no in zip(names, skip, strict=True) if no and n is not None)
+        take = self.main.gather  # pyarrow reads spans: a bucket's lines are moved together
+        parts = [
+            (take(bucket.lines), name)
+            for bucket, name, no in zip(buckets[1:], names[1:], skip[1:], strict=True)
+            if not no
+        ]
+        unwanted = [bucket for bucket, no in zip(buckets, skip, strict=True) if no]
         if skip and skip[0]:  # the commonest event is not wanted: read only what is left
             for bucket in unwanted:
                 self.main.is_row[bucket.lines] = False
-            parts.append(take(np.flatnonzero(self.main.is_row)))
+            parts.append((take(np.flatnonzero(self.main.is_row)), None))
         else:
             for bucket in unwanted:
-                if fast:
-                    self.main.is_row[bucket.lines] = False
-                else:
-                    self.main.blank(bucket.lines)
-            parts.insert(0, self.main)
-        pieces = [piece for lines in parts for piece in lines.read()]
+                self.main.blank(bucket.lines)
+            parts.insert(0, (self.main, None))
+        pieces = []
+        for lines, name in parts:
+            for piece in lines.read():
+                piece.event = name
+                pieces.append(piece)
         return _ParsedLog(self.log, pieces, sorted(self.bad), self.skipped)
 
-    def _is_unwanted(self, bucket: _Bucket) -> bool:
-        """Return whether all lines of *bucket* hold one event that is not wanted."""
-        if self.events is None or bucket.key == 0:
-            return False
+    def _event_of(self, bucket: _Bucket) -> str | None:
+        """Return the one event all lines of *bucket* hold, or None when it may hold several."""
+        if bucket.key == 0:
+            return None
         line = int(bucket.lines[0])
         head = bytes(self.main.view[int(self.main.starts[line]) : int(self.main.ends[line])][:64])
         match = _RUN_HEAD.match(head)
-        if match is None:  # the key covers the name only when it is 15 bytes or fewer
-            return False
-        name = match[1].decode()
-        if name in self.events:
-            return False
-        self.skipped.add(name)
-        return True
+        # the key covers the name only when it is 15 bytes or fewer
+        return None if match is None else match[1].decode()
 
 
 class _Lines:
@@ -336,36 +347,6 @@ class _Lines:
         self.blank(lines)
         return moved
 
-    def select(self, lines: _Ints) -> _Lines:
-        """Return *lines* as a buffer of their own over the same bytes, for the C reader only.
-
-        Its lines are not contiguous, so pyarrow reads none of its spans: see `_fallback`.
-        """
-        ids = lines if self.ids is None else self.ids[lines]
-        chosen = _Lines(self.owner, self.bytes, self.starts[lines], self.ends[lines], ids)
-        chosen.in_python[:] = self.in_python[lines]
-        self.is_row[lines] = False
-        return chosen
-
-    def _fallback(self, i0: int, i1: int) -> list[_Piece]:
-        """Read lines [i0, i1) with pyarrow, copied into a buffer of their own first."""
-        import numpy as np
-
-        lines = np.flatnonzero(self.is_row[i0:i1]) + i0
-        if not len(lines):
-            return []
-        starts, ends = self.starts[lines].tolist(), self.ends[lines].tolist()
-        view = self.view
-        text = b"".join([bytes(view[a:b]) + b"\n" for a, b in zip(starts, ends, strict=True)])
-        lengths = self.ends[lines] - self.starts[lines]
-        new_starts = np.concatenate(([0], np.cumsum(lengths + 1)[:-1])).astype(np.int64)
-        ids = lines if self.ids is None else self.ids[lines]
-        data = np.frombuffer(bytearray(text), dtype=np.uint8)
-        moved = _Lines(self.owner, data, new_starts, new_starts + lengths, ids)
-        moved.in_python[:] = self.in_python[lines]
-        self.is_row[lines] = False
-        return moved._read_range(0, len(lines))
-
     def blank(self, lines: _Ints) -> None:
         """Overwrite *lines* with spaces."""
         spaces = memoryview(_SPACES)
@@ -394,86 +375,15 @@ class _Lines:
             self.bytes[start : start + 2] = (0x7B, 0x7D)
 
     def read(self) -> list[_Piece]:
-        """Return this buffer's records, one piece per block read.
-
-        The C reader (`_readfast`), when built, reads the blocks on a few threads; pyarrow reads
-        a block it leaves (a field of two kinds, an int beyond 64 bits), and all of them without it.
-        """
+        """Return this buffer's records, one piece per block that pyarrow read."""
         import numpy as np
 
-        fast = _native.readfast
-        if fast is None:
-            cuts = np.arange(_BLOCK_BYTES, len(self.bytes), _BLOCK_BYTES)
-            bounds = np.unique(
-                np.concatenate(([0], np.searchsorted(self.starts, cuts), [len(self.starts)]))
-            )
-            ranges = list(itertools.pairwise(bounds.tolist()))
-            return [p for i0, i1 in ranges for p in self._read_range(i0, i1)]
-        sizes = np.cumsum(self.ends - self.starts + 1)  # the lines may lie apart: their own bytes
-        cuts = np.searchsorted(
-            sizes, np.arange(_BLOCK_BYTES, int(sizes[-1]) if len(sizes) else 0, _BLOCK_BYTES)
+        cuts = np.arange(_BLOCK_BYTES, len(self.bytes), _BLOCK_BYTES)
+        bounds = np.unique(
+            np.concatenate(([0], np.searchsorted(self.starts, cuts), [len(self.starts)]))
         )
-        bounds = np.unique(np.concatenate(([0], cuts, [len(self.starts)])))
         ranges = list(itertools.pairwise(bounds.tolist()))
-        parsed = _in_threads(lambda bounds: self._parse_fast(fast, *bounds), ranges)
-        pieces: list[_Piece] = []
-        for (i0, i1), (lines, result) in zip(ranges, parsed, strict=True):
-            taken = None if result is None else self._fast_piece(lines, result, i0, i1)
-            pieces.extend(self._fallback(i0, i1) if taken is None else taken)
-        return pieces
-
-    def _parse_fast(self, fast: Any, i0: int, i1: int) -> tuple[_Ints, Any]:
-        """Return the rows of lines [i0, i1) and what the C reader made of them (no GIL held)."""
-        import numpy as np
-
-        lines = np.flatnonzero(self.is_row[i0:i1]) + i0
-        return lines, fast.parse_lines(self.bytes, self.starts[lines], self.ends[lines])
-
-    def _fast_piece(self, lines: _Ints, result: Any, i0: int, i1: int) -> list[_Piece] | None:
-        """Wrap the C reader's columns of *lines* as a table; the lines it refused go to Python.
-
-        Returns None (pyarrow reads the block) when a refused line holds a field with values of
-        another kind than the table's, or an int beyond 64 bits: pyarrow, which reads such a
-        line (a nested one), would type the column from it too.
-        """
-        import numpy as np
-        import pyarrow as pa
-
-        names, columns, refused = result
-        kinds = {name: column[0] for name, column in zip(names, columns, strict=True)}
-        records: dict[int, dict[str, Any]] = {}
-        for line in lines[np.frombuffer(refused, dtype=np.int64)].tolist():
-            raw = bytes(self.view[int(self.starts[line]) : int(self.ends[line])])
-            try:
-                records[line] = record = decode_line(raw)
-            except ValueError:
-                continue  # a bad line: _take_python notes it
-            for key, value in record.items():
-                kind = _scalar_kind(value)
-                if kind is None:
-                    continue
-                known = kinds.setdefault(key, kind)
-                if kind == "bigint" or known not in (kind, "null"):
-                    return None
-                kinds[key] = kind
-        for line in lines[np.frombuffer(refused, dtype=np.int64)].tolist():
-            self._take_python(line, records.get(line))
-        arrays = [_fast_array(len(lines), *column[:4]) for column in columns]
-        if names:
-            table = pa.Table.from_arrays(arrays, names=names)
-        else:  # lines without fields ({}): a table of no columns that keeps its row count
-            table = pa.table({"": pa.nulls(len(lines))}).drop_columns([""])
-        kept = self.is_row[lines]
-        if not kept.any():
-            return []
-        row_of = np.cumsum(kept) - 1
-        if not kept.all():  # a refused line that Python cannot read either: a bad line
-            table = table.filter(pa.array(kept))
-        nulls = {}
-        for name, column in zip(names, columns, strict=True):
-            if column[4]:  # rows holding the field as null (a null line is never refused)
-                nulls[name] = row_of[np.frombuffer(column[4], dtype=np.int64)]
-        return [self._piece(table, i0, i1, nulls)]
+        return [p for i0, i1 in ranges for p in self._read_range(i0, i1)]
 
     def _read_range(self, i0: int, i1: int) -> list[_Piece]:
         """Read lines [i0, i1) with pyarrow, routing conflicts to Python or splitting on failure."""
@@ -568,11 +478,8 @@ class _Lines:
             self._take_python(line)
         return len(lines)
 
-    def _piece(self, table: Any, i0: int, i1: int, nulls: dict[str, _Ints] | None = None) -> _Piece:
-        """Wrap *table*, re-parsing in Python the rows that hold nested or non-finite values.
-
-        *nulls*: the rows that hold a field as null, when the reader knows them.
-        """
+    def _piece(self, table: Any, i0: int, i1: int) -> _Piece:
+        """Wrap *table*, re-parsing in Python the rows that hold nested or non-finite values."""
         import numpy as np
 
         lines = np.flatnonzero(self.is_row[i0:i1]) + i0
@@ -592,9 +499,7 @@ class _Lines:
         ids = lines if self.ids is None else self.ids[lines]
         piece = _Piece(table, ids, rows.tolist(), records)
         self._note_fields(piece, lines)
-        if nulls is not None:
-            piece.nulls = nulls
-        elif self.owner.events is not None:
+        if self.owner.find_nulls:
             self._find_nulls(piece, lines)
         return piece
 
@@ -700,29 +605,6 @@ class _Lines:
             return restore_nonfinite(record)
 
 
-def _fast_array(rows: int, kind: str, validity: Any, values: Any, data: Any) -> Any:
-    """Return one column of the C reader as the Arrow array pyarrow's JSON reader would make."""
-    import pyarrow as pa
-
-    if kind == "null":
-        return pa.nulls(rows)
-    kinds = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
-    buffers = [None if validity is None else pa.py_buffer(validity), pa.py_buffer(values)]
-    if data is not None:
-        buffers.append(pa.py_buffer(data))
-    return pa.Array.from_buffers(kinds[kind], rows, buffers)
-
-
-def _scalar_kind(value: Any) -> str | None:
-    """Return the C reader's kind of a value Python read; None for None, NaN, nested values."""
-    kind = type(value)
-    if kind is int:
-        return "int" if -(2**63) <= value < 2**63 else "bigint"
-    if kind is float:
-        return "float" if math.isfinite(value) else None
-    return {str: "str", bool: "bool"}.get(kind)
-
-
 def _is_nonfinite(value: Any) -> bool:
     return isinstance(value, float) and not math.isfinite(value)
 
@@ -753,6 +635,16 @@ def _nested_rows(table: Any) -> _Ints:
 def _read_log(log: LogFile, errors: Errors, events: Collection[str] | None = None) -> _ParsedLog:
     """Parse one log file (*events* only, when given); warn once about its bad lines, or raise."""
     parsed = _FileReader(log, _read_bytes(log.path), events).read()
+    return checked(parsed, errors, stacklevel=5)
+
+
+def checked(parsed: _ParsedLog, errors: Errors, *, stacklevel: int) -> _ParsedLog:
+    """Return *parsed*; raise on its first bad line, or warn once about them all.
+
+    Raises:
+        ReadError: a bad line with ``errors="raise"``, or a file with no record at all.
+    """
+    log = parsed.log
     if parsed.bad and errors == "raise":
         line, reason = parsed.bad[0]
         raise bad_line_error(log.path, line, reason)
@@ -764,7 +656,9 @@ def _read_log(log: LogFile, errors: Errors, events: Collection[str] | None = Non
         raise ReadError(msg, str(log.path), parsed.bad[0][0])
     if parsed.bad:
         lines = [line for line, _ in parsed.bad]
-        warnings.warn(skipped_lines_message(log.path, lines), RunlinesWarning, stacklevel=4)
+        warnings.warn(
+            skipped_lines_message(log.path, lines), RunlinesWarning, stacklevel=stacklevel
+        )
     return parsed
 
 
@@ -990,6 +884,10 @@ def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
     target: list[_Ints] = []
     offset = 0
     for log in logs:
+        if log.positions is not None:  # read from a copy, which stores them
+            target.append(log.positions + offset)
+            offset += len(log.positions)
+            continue
         lines = np.concatenate([p.lines for p in log.pieces]) if log.pieces else np.zeros(0, int)
         # each line's rank among the log's rows: a running count, no sort (lines are distinct)
         present = np.zeros(int(lines.max()) + 1 if len(lines) else 0, dtype=np.int64)
@@ -1037,7 +935,7 @@ def _column_names(logs: list[_ParsedLog]) -> list[str]:
     A field's count is the number of records holding a value (not None) for it; fields as
     common as each other come in the order the logs first hold them (by line, then by place
     in the line), and fields only ever None last, by name. The order is the same whichever
-    reader (C, pyarrow, Python) took a line.
+    reader (pyarrow, Python) took a line.
     """
     counts: dict[str, int] = {}
     first: dict[str, tuple[int, int, int]] = {}
@@ -1115,6 +1013,12 @@ def _start_fields(table: _Columns, starts: _Ints, name: str) -> list[Any]:
 def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
     """Return each row's attempt and whether a later attempt supersedes it (see `_rules`)."""
     import numpy as np
+
+    known = [log.attempts for log in logs]
+    if logs and all(pair is not None for pair in known):  # every log read from its copy alone
+        firsts = [pair[0] for pair in known if pair is not None]
+        seconds = [pair[1] for pair in known if pair is not None]
+        return np.concatenate(firsts), np.concatenate(seconds)
 
     attempt = np.ones(table.num_rows, dtype=np.int64)
     superseded = np.zeros(table.num_rows, dtype=bool)

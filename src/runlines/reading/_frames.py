@@ -19,10 +19,10 @@ from runlines.reading._arrow import (
     _layout,
     _Numbers,
     _ParsedLog,
-    _read_log,
     _values_at,
 )
 from runlines.reading._files import LogFile, find_logs, run_labels
+from runlines.reading._parquet import read_log
 from runlines.reading._rules import (
     AGGREGATIONS,
     FIRST_COLUMNS,
@@ -127,7 +127,7 @@ def load(
     _prefetch_pandas("load()")
     import numpy as np
 
-    logs = [_read_log(log, errors, names) for log in found]
+    logs = [read_log(log, errors, names) for log in found]
     pd = import_pandas("load()")
     table = _Columns(logs)
     attempt, rewound = _attempts(table, logs)

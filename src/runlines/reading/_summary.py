@@ -253,6 +253,45 @@ class RunSummary:
                 row[f"{key}.best"] = self._best[key].value
         return row
 
+    def state(self) -> dict[str, Any]:
+        """Return this summary's state as JSON values: `restored` goes on from it."""
+        return {
+            "run": self.run,
+            "attempts": self.attempts,
+            "ended": self.ended,
+            "started": self.started,
+            "last_ts": self.last_ts,
+            "step": self.step,
+            "config": self.config,
+            "last": self.last,
+            "records": self.records,
+            "active_s": self._active_s,
+            "attempt_ts": self._attempt_ts,
+            "best": {k: [b.lower, list(b.steps), list(b.bests)] for k, b in self._best.items()},
+            "fresh": sorted(self._fresh),
+            "gaps": list(self._gaps),
+        }
+
+    @classmethod
+    def restored(
+        cls, path: str | os.PathLike[str], state: Mapping[str, Any], *, label: str | None = None
+    ) -> RunSummary:
+        """Return the summary whose `state()` was *state*, ready to add the records after it."""
+        summary = cls(path, label=label)
+        for name in ("run", "attempts", "ended", "started", "last_ts", "step", "records"):
+            setattr(summary, name, state[name])
+        summary.config = dict(state["config"])
+        summary.last = dict(state["last"])
+        summary._active_s = state["active_s"]
+        summary._attempt_ts = state["attempt_ts"]
+        for key, (lower, steps, bests) in state["best"].items():
+            best = summary._best[key] = _Best(lower=lower)
+            best.steps.extend(steps)
+            best.bests.extend(bests)
+        summary._fresh = set(state["fresh"])
+        summary._gaps.extend(state["gaps"])
+        return summary
+
 
 def _stem(path: Path) -> str:
     return path.name.removesuffix(".jsonl")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Final
 
+from runlines._layout import copy_path
 from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._lines import decode_line, iter_events, lines_containing, open_log
+from runlines.reading._parquet import copy_summary
 from runlines.reading._rules import import_pandas
 from runlines.reading._summary import RunSummary
 
@@ -31,7 +33,12 @@ def summaries(*sources: str | os.PathLike[str]) -> list[RunSummary]:
 
 
 def summary_of(log: LogFile, label: str | None = None) -> RunSummary:
-    """Return the `RunSummary` of *log*, reading every record once."""
+    """Return the `RunSummary` of *log*: from its Parquet copy when it has a usable one, and
+    the records after it, else reading every record once.
+    """
+    summary = copy_summary(log, label)
+    if summary is not None:
+        return summary
     summary = RunSummary(log.path, label=label)
     for record in iter_events(log.path):
         summary.add(record)
@@ -49,7 +56,7 @@ def quick_summary_of(log: LogFile, label: str | None = None) -> RunSummary:
         size = log.path.stat().st_size
     except OSError:
         size = 0
-    if size <= QUICK_BYTES:
+    if size <= QUICK_BYTES or copy_path(log.path).is_file():
         return summary_of(log, label)
     found = dict(lines_containing(log.path, (b'"run_start"', b'"run_end"')))
     with open_log(log.path) as stream:

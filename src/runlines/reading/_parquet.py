@@ -1,0 +1,469 @@
+"""The Parquet copy of a log: `<name>.parquet` beside it, what load() and runs() read first.
+
+The copy holds what the pyarrow engine made of the log's first bytes (its pieces, the values
+Python read, the bad lines) and the run's `RunSummary`, so that readers take those bytes'
+records without parsing them and parse only the JSONL appended after them. The JSONL stays the
+record of truth: a copy is used only while it matches the bytes it covers (see `_mismatch`), and
+is otherwise ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import warnings
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from runlines._layout import copy_path, open_regular
+from runlines.errors import RunlinesWarning
+from runlines.reading._arrow import (
+    _attempts,
+    _Columns,
+    _FileReader,
+    _layout,
+    _ParsedLog,
+    _Piece,
+    checked,
+)
+from runlines.reading._files import LogFile, find_logs, is_locked, log_file
+from runlines.reading._lines import decode_line, skipped_lines_message
+from runlines.reading._rules import Errors
+from runlines.reading._summary import RunSummary
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["COPY_FORMAT", "compact", "copy_summary", "read_log", "write_copy"]
+
+COPY_FORMAT: Final = 1  # bumped when the layout below changes: an older copy is ignored
+_KEY: Final = b"runlines.copy"  # the Parquet key-value metadata holding `_Meta`
+_SAMPLE_BYTES: Final = 16 << 10  # hashed at each end of the covered bytes, for the quick check
+_HASH_CHUNK: Final = 4 << 20
+_LINE, _PATCH, _NULLS = "__line", "__patch", "__nulls"  # bookkeeping columns; fields are c<i>
+# each output row's (the log's records in line order) attempt, and whether it is superseded;
+# each table row's output row
+_ATTEMPT, _SUPERSEDED, _POSITION = "__attempt", "__superseded", "__position"
+
+
+@dataclass(frozen=True, slots=True)
+class _Meta:
+    """What a copy covers, and how to rebuild the parsed log from its columns."""
+
+    covers_bytes: int  # the copy holds the records of the log's bytes [0, covers_bytes)
+    covers_lines: int  # the newlines in them: the first line after them is line covers_lines+1
+    sha256: str  # of those bytes
+    sample_sha256: str  # of their first and last _SAMPLE_BYTES
+    log_size: int  # the log's size and mtime when the copy was written
+    log_mtime_ns: int
+    pieces: list[dict[str, Any]]  # rows, columns [[field, storage column]], fields, event
+    bad: list[list[Any]]  # [line, reason] of each line load() skips
+    summary: dict[str, Any]  # RunSummary.state()
+    summary_bad: list[int]  # the lines iter_events() skips (a BOM, which load() takes)
+
+    def as_json(self) -> bytes:
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return json.dumps({"format": COPY_FORMAT, **fields}).encode()
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def write_copy(path: str | os.PathLike[str]) -> Path | None:
+    """Write the Parquet copy of log *path*'s complete lines; return it, or None for no lines.
+
+    Written to a temporary file first and renamed over the copy: a reader never sees half a
+    copy, and a copy is never newer than the bytes it records.
+
+    Raises:
+        ReadError: the log cannot be read.
+        ImportError: pyarrow is not installed.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    log = log_file(path)
+    stat, data = _complete_lines(log.path)
+    if not len(data):
+        return None
+    covered = bytes(data)  # the parser overwrites the lines it hands to Python
+    summary = RunSummary(log.path)
+    summary_bad: list[int] = []
+    for record in _records(covered, summary_bad):
+        summary.add(record)
+    parsed = _FileReader(log, data, None, find_nulls=True).read()
+    table, pieces = _table(pa, parsed.pieces)
+    attempt, superseded = _attempts(_Columns([parsed]), [parsed])
+    table = table.append_column(_ATTEMPT, pa.array(attempt, type=pa.int64()))
+    table = table.append_column(_SUPERSEDED, pa.array(superseded, type=pa.bool_()))
+    positions = _layout([parsed], None).positions
+    where = np.concatenate(positions) if positions else np.zeros(0, np.int64)
+    table = table.append_column(_POSITION, pa.array(where, type=pa.int64()))
+    meta = _Meta(
+        covers_bytes=len(covered),
+        covers_lines=covered.count(b"\n"),
+        sha256=hashlib.sha256(covered).hexdigest(),
+        sample_sha256=_sample_hash(covered[:_SAMPLE_BYTES], covered[-_SAMPLE_BYTES:]),
+        log_size=stat.st_size,
+        log_mtime_ns=stat.st_mtime_ns,
+        pieces=pieces,
+        bad=[list(item) for item in parsed.bad],
+        summary=summary.state(),
+        summary_bad=summary_bad,
+    )
+    target = copy_path(log.path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(
+            table.replace_schema_metadata({_KEY: meta.as_json()}), temporary, compression="zstd"
+        )
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return target
+
+
+def compact(*sources: str | os.PathLike[str]) -> list[Path]:
+    """Write the Parquet copy of every log of *sources*; return the copies written."""
+    return [copy for log in find_logs(*sources) if (copy := write_copy(log.path)) is not None]
+
+
+def _complete_lines(path: Path) -> tuple[os.stat_result, npt.NDArray[np.uint8]]:
+    """Return the log's stat and its bytes up to the end of its last complete line."""
+    import numpy as np
+
+    with open_regular(path) as stream:
+        stat = os.fstat(stream.fileno())
+        data = np.empty(stat.st_size, dtype=np.uint8)
+        count = stream.readinto(memoryview(data))  # type: ignore[arg-type]
+    end = count
+    while end > 0:
+        start = max(0, end - _HASH_CHUNK)
+        found = np.flatnonzero(data[start:end] == 10)
+        if len(found):
+            return stat, data[: start + int(found[-1]) + 1]
+        end = start
+    return stat, data[:0]
+
+
+def _records(data: bytes, bad: list[int]) -> Iterator[dict[str, Any]]:
+    """Yield the records of *data* as `iter_events` does; add the bad lines' numbers to *bad*."""
+    for number, raw in enumerate(io.BytesIO(data), start=1):
+        if not raw.strip():
+            continue
+        try:
+            yield decode_line(raw)
+        except ValueError:
+            bad.append(number)  # the copy records it, and runs() warns about it
+
+
+def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
+    """Return the pieces as one table (a storage column per field and type), and their map.
+
+    Each piece's rows follow the ones before; a storage column is null in the rows of pieces
+    without it. Columns whose values all come from Python (nested, null) are left out.
+    """
+    from runlines.reading._arrow import _arrow_kind
+
+    storage: dict[tuple[str, str], int] = {}
+    types: list[Any] = []
+    described = []
+    for piece in pieces:
+        columns = []
+        for name, column in zip(piece.table.column_names, piece.table.columns, strict=True):
+            if _arrow_kind(column.type) is None:
+                continue
+            key = (name, str(column.type))
+            if key not in storage:
+                storage[key] = len(types)
+                types.append(column.type)
+            columns.append([name, storage[key]])
+        fields = {
+            name: [count, line, place] for name, (count, (line, place)) in piece.fields.items()
+        }
+        described.append(
+            {
+                "rows": piece.table.num_rows,
+                "columns": columns,
+                "fields": fields,
+                "event": piece.event,
+            }
+        )
+    arrays: list[list[Any]] = [[] for _ in types]
+    for piece, about in zip(pieces, described, strict=True):
+        mine = {index: piece.table.column(name) for name, index in about["columns"]}
+        for index, kind in enumerate(types):
+            column = mine.get(index)
+            arrays[index].extend(
+                [pa.nulls(piece.table.num_rows, kind)] if column is None else column.chunks
+            )
+    names = [f"c{i}" for i in range(len(types))]
+    columns = [pa.chunked_array(chunks, kind) for chunks, kind in zip(arrays, types, strict=True)]
+    extra = _bookkeeping(pa, pieces)
+    return pa.table([*columns, *extra.values()], names=[*names, *extra]), described
+
+
+def _bookkeeping(pa: Any, pieces: list[_Piece]) -> dict[str, Any]:
+    """Return each row's log line, its Python values (JSON) and the fields it holds as null."""
+    import numpy as np
+
+    lines = np.concatenate([p.lines for p in pieces]) if pieces else np.zeros(0, np.int64)
+    patches: list[str | None] = [None] * len(lines)
+    nulls: list[list[str] | None] = [None] * len(lines)
+    offset = 0
+    for piece in pieces:
+        for row, record in zip(piece.rows, piece.records, strict=True):
+            # json, not orjson: it keeps ints beyond 64 bits, NaN and infinities exactly
+            patches[offset + row] = json.dumps(record, allow_nan=True)
+        for name, rows in piece.nulls.items():
+            for row in rows.tolist():
+                held = nulls[offset + int(row)]
+                if held is None:
+                    nulls[offset + int(row)] = held = []
+                held.append(name)
+        offset += piece.table.num_rows
+    return {
+        _LINE: pa.array(lines, type=pa.int64()),
+        _PATCH: pa.array(patches, type=pa.large_string()),
+        _NULLS: pa.array(nulls, type=pa.list_(pa.string())),
+    }
+
+
+def _sample_hash(head: bytes, tail: bytes) -> str:
+    digest = hashlib.sha256(head)
+    digest.update(tail)
+    return digest.hexdigest()
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_log(log: LogFile, errors: Errors, events: Collection[str] | None = None) -> _ParsedLog:
+    """Parse one log as load() does, from its copy and the JSONL after it when it has one."""
+    from runlines.reading._arrow import _read_bytes
+
+    found = _usable_copy(log)
+    parsed = None if found is None else _copy_or_none(log, *found, events)
+    if parsed is None:
+        parsed = _FileReader(log, _read_bytes(log.path), events).read()
+    elif found is not None:
+        meta = found[0]
+        tail = _tail_bytes(log.path, meta.covers_bytes)
+        if len(tail):
+            parsed.attempts = parsed.positions = None  # a later attempt may supersede records
+            _append(parsed, _FileReader(log, tail, events).read(), meta.covers_lines)
+    return checked(parsed, errors, stacklevel=5)
+
+
+def _copy_or_none(
+    log: LogFile, meta: _Meta, path: Path, events: Collection[str] | None
+) -> _ParsedLog | None:
+    """Return the parsed log the copy holds; warn and return None when its data is damaged."""
+    import pyarrow as pa
+
+    try:
+        return _from_copy(log, meta, path, events)
+    except (pa.ArrowException, OSError, ValueError, KeyError) as err:
+        msg = f"{path} is not used: it cannot be read ({err}); reading {log.path.name} instead"
+        warnings.warn(msg, RunlinesWarning, stacklevel=6)
+        return None
+
+
+def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
+    """Return the `RunSummary` of *log* from its copy and the JSONL after it, or None."""
+    found = _usable_copy(log)
+    if found is None:
+        return None
+    meta = found[0]
+    summary = RunSummary.restored(log.path, meta.summary, label=label)
+    skipped = list(meta.summary_bad)
+    if log.path.stat().st_size > meta.covers_bytes:
+        _add_tail(summary, log.path, meta, skipped)
+    if skipped:
+        warnings.warn(skipped_lines_message(log.path, skipped), RunlinesWarning, stacklevel=4)
+    return summary
+
+
+def _add_tail(summary: RunSummary, path: Path, meta: _Meta, skipped: list[int]) -> None:
+    """Add the records after the copy to *summary*; add the bad lines' numbers to *skipped*."""
+    with open_regular(path) as stream:
+        stream.seek(meta.covers_bytes)
+        for number, raw in enumerate(stream, start=meta.covers_lines + 1):
+            if not raw.strip():
+                continue
+            try:
+                record = decode_line(raw)
+            except ValueError:
+                if not raw.endswith(b"\n") and is_locked(path):
+                    break  # the live writer's record still being written
+                skipped.append(number)
+                continue
+            summary.add(record)
+
+
+def _usable_copy(log: LogFile) -> tuple[_Meta, Path] | None:
+    """Return the copy of *log* and what it covers, when it matches the log; warn when not."""
+    path = copy_path(log.path)
+    if not path.is_file():
+        return None
+    try:
+        meta = _read_meta(path)
+        reason = "it is no runlines copy" if meta is None else _mismatch(log.path, meta)
+    except (OSError, ValueError, KeyError, TypeError) as err:  # unreadable, half written
+        meta, reason = None, f"it cannot be read ({err})"
+    except ImportError:
+        return None  # no pyarrow: load() says so, and runs() reads the JSONL
+    if reason is None and meta is not None:
+        return meta, path
+    msg = (
+        f"{path} is not used: {reason}; reading {log.path.name} instead "
+        f"(`runlines compact {log.path}` writes a fresh copy)"
+    )
+    warnings.warn(msg, RunlinesWarning, stacklevel=5)
+    return None
+
+
+def _read_meta(path: Path) -> _Meta | None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with pa.OSFile(str(path)) as file:  # a path would cost a filesystem lookup per copy
+        metadata = pq.read_metadata(file).metadata or {}
+    if _KEY not in metadata:
+        return None
+    about = json.loads(metadata[_KEY])
+    if about.pop("format", None) != COPY_FORMAT:
+        msg = "its format is not this version's"
+        raise ValueError(msg)
+    return _Meta(**about)
+
+
+def _mismatch(log: Path, meta: _Meta) -> str | None:
+    """Return why *meta*'s copy does not match the bytes of *log* now, or None when it does.
+
+    When the log's size and mtime are those recorded with the copy, the log is unchanged since
+    (the test make and git use), and hashing the covered bytes' two ends guards against a
+    rewrite that kept both. Otherwise (the log grew, or was copied or touched), all covered
+    bytes are hashed again: one pass at the disk's speed, still far less than parsing them.
+    """
+    with open_regular(log) as stream:
+        stat = os.fstat(stream.fileno())
+        if stat.st_size < meta.covers_bytes:
+            return f"the log is shorter than the {meta.covers_bytes} bytes it covers"
+        unchanged = (stat.st_size, stat.st_mtime_ns) == (meta.log_size, meta.log_mtime_ns)
+        if unchanged:
+            head = stream.read(min(_SAMPLE_BYTES, meta.covers_bytes))
+            start = max(0, meta.covers_bytes - _SAMPLE_BYTES)
+            stream.seek(start)
+            tail = stream.read(meta.covers_bytes - start)
+            if _sample_hash(head, tail) == meta.sample_sha256:
+                return None
+            return "the log's bytes differ from those it was written from"
+        digest = hashlib.sha256()
+        left = meta.covers_bytes
+        while left and (chunk := stream.read(min(_HASH_CHUNK, left))):
+            digest.update(chunk)
+            left -= len(chunk)
+    if left or digest.hexdigest() != meta.sha256:
+        return "the log's bytes differ from those it was written from"
+    return None
+
+
+def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | None) -> _ParsedLog:
+    """Return the parsed log the copy holds: its pieces, wanted events only when given."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    wanted = None if events is None else {*events, "run_start"}
+    with pa.OSFile(str(path)) as file:
+        names = [n for n in pq.read_schema(file).names if events is not None or n != _NULLS]
+    table = pq.read_table(path, columns=names, memory_map=True)
+    pieces: list[_Piece] = []
+    skipped: set[str] = set()
+    start = 0
+    lines = table.column(_LINE).to_numpy()
+    for about in meta.pieces:
+        rows, event = about["rows"], about["event"]
+        start, first = start + rows, start
+        if wanted is not None and event is not None and event not in wanted:
+            skipped.add(event)
+            continue
+        part = table.slice(first, rows)
+        columns = {name: part.column(f"c{index}") for name, index in about["columns"]}
+        if columns:
+            piece_table = pa.table(columns)
+        else:  # rows without fields ({}): a table of no columns that keeps its row count
+            piece_table = pa.table({"": pa.nulls(rows)}).drop_columns([""])
+        patches = part.column(_PATCH)
+        at = np.flatnonzero(patches.is_valid().to_numpy(zero_copy_only=False))
+        records = _decoded(patches.take(pa.array(at)).to_pylist())
+        piece = _Piece(piece_table, lines[first : first + rows], at.tolist(), records)
+        piece.fields = {n: (c, (line, place)) for n, (c, line, place) in about["fields"].items()}
+        piece.event = event
+        if events is not None:
+            piece.nulls = _nulls_of(part.column(_NULLS))
+        pieces.append(piece)
+    bad = [(int(line), str(reason)) for line, reason in meta.bad]
+    parsed = _ParsedLog(log, pieces, bad, skipped)
+    if events is None:
+        stored = table.column(_ATTEMPT).to_numpy(), table.column(_SUPERSEDED).to_numpy()
+        parsed.attempts = stored[0].astype(np.int64), stored[1].astype(bool)
+        parsed.positions = table.column(_POSITION).to_numpy().astype(np.int64)
+    return parsed
+
+
+def _decoded(texts: list[str]) -> list[dict[str, Any]]:
+    """Return the records of JSON *texts*, decoded in one call (one call per text is slower)."""
+    if not texts:
+        return []
+    # json, not orjson: orjson reads an int beyond 64 bits as a float, and refuses NaN
+    return json.loads("[" + ",".join(texts) + "]")  # type: ignore[no-any-return]
+
+
+def _nulls_of(column: Any) -> dict[str, Any]:
+    """Return, per field, the rows that hold it as null, from a list column of field names."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    column = column.combine_chunks()
+    names = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+    rows = pc.list_parent_indices(column).to_numpy()
+    found: dict[str, Any] = {}
+    for name in dict.fromkeys(names.tolist()):
+        found[name] = np.unique(rows[names == name]).astype(np.int64)
+    return found
+
+
+def _tail_bytes(path: Path, start: int) -> npt.NDArray[np.uint8]:
+    """Return the log's bytes from *start* on, a newline added when its last line has none."""
+    import numpy as np
+
+    with open_regular(path) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        stream.seek(start)
+        data = np.empty(max(0, size - start) + 1, dtype=np.uint8)
+        count = stream.readinto(memoryview(data)[: len(data) - 1])  # type: ignore[arg-type]
+    if count == 0 or data[count - 1] == 10:
+        return data[:count]
+    data[count] = 10
+    return data[: count + 1]
+
+
+def _append(parsed: _ParsedLog, tail: _ParsedLog, first_line: int) -> None:
+    """Add the pieces of the JSONL after the copy, their lines numbered in the whole log."""
+    for piece in tail.pieces:
+        piece.lines = piece.lines + first_line
+        piece.fields = {
+            name: (count, (line + first_line, place))
+            for name, (count, (line, place)) in piece.fields.items()
+        }
+        parsed.pieces.append(piece)
+    parsed.bad.extend((line + first_line, reason) for line, reason in tail.bad)
+    parsed.skipped |= tail.skipped
