@@ -91,6 +91,7 @@ class Run:
         fsync: bool = False,
         resume_step: int | None = None,
         strict_fields: bool = False,
+        vocabulary: Vocabulary | str | os.PathLike[str] | None = None,
         fields: Vocabulary | str | os.PathLike[str] | None = None,
         redact: bool | Redactor = True,
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
@@ -127,7 +128,7 @@ class Run:
         self._end_written = False
         self._next_check = 0.0  # when log() next checks that the log file still exists
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
-        self._vocabulary = _fields.load_vocabulary(fields)
+        self._vocabulary = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._strict_fields = strict_fields
         self._redactor = _redactor(redact)
         self._redact = None if self._redactor is None else self._redactor.redact_fields
@@ -1036,6 +1037,21 @@ def _without_log_suffix(name: Any) -> Any:
     ):
         return name[: -len(_layout.LOG_SUFFIX)]
     return name
+
+
+def _vocabulary_of(vocabulary: Any, fields: Any) -> Any:
+    """Return the vocabulary option, taking the deprecated `fields=` with a warning."""
+    if fields is None:
+        return vocabulary
+    if vocabulary is not None:
+        msg = "pass the vocabulary once, as Run(..., vocabulary=...); fields= is its old name"
+        raise TypeError(msg)
+    warn_user(
+        "Run(..., fields=...) is deprecated and will be removed in the next release; "
+        "pass Run(..., vocabulary=...) instead",
+        DeprecationWarning,
+    )
+    return fields
 
 
 def _check_console(console: Any) -> None:
