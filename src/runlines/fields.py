@@ -502,7 +502,10 @@ def load_vocabulary(source: Vocabulary | str | os.PathLike[str] | None) -> Vocab
         return Vocabulary.from_toml(project_file) if project_file.is_file() else Vocabulary()
     if isinstance(source, (str, os.PathLike)):
         return Vocabulary.from_toml(source)
-    msg = f"vocabulary= takes a Vocabulary, a path to a TOML file or None, got {type(source).__name__}"
+    msg = (
+        "vocabulary= takes a Vocabulary, a path to a TOML file or None, "
+        f"got {type(source).__name__}"
+    )
     raise TypeError(msg)
 
 
