@@ -183,7 +183,7 @@ learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
         PyErr_Clear();
         return NULL;
     }
-    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 2) {
+    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 3) { /* (mode, types, nulls) */
         return NULL;
     }
     PyObject *mode_obj = PyTuple_GET_ITEM(plan, 0);

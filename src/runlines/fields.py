@@ -73,6 +73,7 @@ CUDNN: Final = "cudnn"
 GPUS: Final = "gpus"
 GPU_DRIVER: Final = "gpu_driver"
 GIT_COMMIT: Final = "git_commit"
+WRITER: Final = "writer"  # run_start: "c" or "python", the path that wrote the records
 GIT_DIRTY: Final = "git_dirty"
 GIT_DIFF: Final = "git_diff"
 GIT_DIFF_SHA256: Final = "git_diff_sha256"
@@ -139,6 +140,7 @@ STANDARD_FIELDS: Final[Mapping[str, Field]] = _fields(
     ("pid", "integer", "operating-system process id"),
     ("python", "string", "Python version"),
     ("runlines", "string", "runlines version"),
+    ("writer", "string", "which path wrote the log's records: `c` (the fast path) or `python`"),
     ("argv", "array", "the command line, secrets redacted"),
     ("cwd", "string", "the working directory"),
     ("git_commit", "string", "commit of the working directory's git repository"),

@@ -63,8 +63,8 @@ _CAREFUL: Final = 2  # anything else, or a secret key: converted, redacted, then
 _MAX_TEXTS: Final = 4096  # distinct short strings whose redacted form is remembered
 _MAX_TEXT_LEN: Final = 256  # longer strings are redacted at every call
 
-# (how to write the records, value types last checked)
-_Plan = tuple[int, tuple[type, ...]]
+# (how to write the records, value types last checked, b"null" in the line's fixed text)
+_Plan = tuple[int, tuple[type, ...], int]
 
 
 class _State(enum.Enum):
@@ -215,9 +215,9 @@ class Run:
         # _CAREFUL), and the value types last checked.
         key = (event, *fields)
         try:
-            mode, types = self._plans[key]
+            mode, types, nulls = self._plans[key]
         except KeyError:
-            mode, types = self._plan(event, fields, key)
+            mode, types, nulls = self._plan(event, fields, key)
         except TypeError:
             raise _event_error(event) from None
         prepared: dict[str, Any] | None = fields
@@ -241,7 +241,9 @@ class Run:
             except JSONEncodeError as err:
                 line = _encode_failed(record, err, self._redact)
             else:
-                if not mode and line.find(b"null") >= 0:  # None, or NaN written as null
+                # None, or NaN written as null: more nulls than the names hold (counted once per
+                # plan, so a run named "nullspace" costs one scan, not the careful path)
+                if not mode and line.count(b"null") > nulls:
                     line = encode_line_safe(record, self._redact)
                     prepared = None  # written by encode_line_safe: the alarm looks at it
         if prepared is None and self._alarm is not None and self._alarm.is_new(event, line):
@@ -409,9 +411,18 @@ class Run:
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
             self._forget_plans()
-        plan = (self._mode_of(fields), tuple(map(type, fields.values())))
+        plan = (self._mode_of(fields), tuple(map(type, fields.values())), self._nulls_of(key))
         self._plans[key] = plan  # tuples replaced whole: other threads see old or new
         return plan
+
+    def _nulls_of(self, key: tuple[Any, ...]) -> int:
+        """Return how often b"null" is in a line of *key*'s names whose values hold none."""
+        event, *names = key
+        record = {"event": event, "run": self.name, **dict.fromkeys(names, 0)}
+        try:
+            return _dumps(record, option=_OPTIONS).count(b"null")
+        except JSONEncodeError:
+            return 0  # a name orjson cannot write: every line of the plan goes the careful way
 
     def _mode_of(self, fields: dict[str, Any]) -> int:
         """Return how records of these keys and value types are written (_AS_IS...)."""
@@ -463,7 +474,7 @@ class Run:
         if now_types != types:
             self._check_kinds(fields)
             mode = self._mode_of(fields)
-            self._plans[key] = (mode, now_types)
+            self._plans[key] = (mode, now_types, self._nulls_of(key))
             self._forget_plans()
             if mode == _LIGHT:
                 return self._prepare(key, fields, now_types, mode)
@@ -559,10 +570,14 @@ class Run:
         record.update(fields)
         return encode_line_safe(record, self._redact)
 
+    def _uses_c(self) -> bool:
+        """Return True when the C fast path writes this run: built, and log() is ours."""
+        return _Writer is not None and type(self).log is Run.log  # a subclass's own must run
+
     def _install_writer(self) -> None:
         """Put the C fast path in front of log() when it is built and log() is ours."""
-        if _Writer is None or type(self).log is not Run.log:
-            return  # pure Python, or a subclass's own log() that must always run
+        if _Writer is None or not self._uses_c():
+            return
         writer = _Writer(
             slow=MethodType(Run.log, self),
             failed=self._write_failed,
@@ -728,6 +743,7 @@ class Run:
         if resume_step is not None:
             fields["resume_step"] = resume_step
         fields.update(_context.describe_process(self.artifacts_dir))
+        fields[_fields.WRITER] = "c" if self._uses_c() else "python"
         if self._redactor is not None:
             fields["argv"] = self._redactor.redact_argv(fields["argv"])
         if self._dist is not None:
