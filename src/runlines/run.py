@@ -13,6 +13,7 @@ from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
 from runlines import _context, _layout, _lifecycle, _native
+from runlines import sinks as _sinks
 from runlines._warnings import warn_user
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
@@ -102,6 +103,7 @@ class Run:
         on_nonfinite: Literal["warn", "raise", "ignore"] = "warn",
         console_every: float | None = None,
         console_events: Iterable[str] | None = None,
+        sinks: Iterable[Sink] = (),
     ) -> None:
         from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
 
@@ -151,6 +153,7 @@ class Run:
             None if alarm_mode is None else nonfinite.NonfiniteAlarm(alarm_mode, self.path)
         )
         console_options = ConsoleOptions.of(console_every, console_events)
+        added = tuple(map(_sinks.guard, (*sinks, *_sinks.added_sinks())))
         self._watching: _watching.Watching | None = None
         from runlines.capture import Capture, parse_capture  # with logging: when a run opens
 
@@ -168,8 +171,11 @@ class Run:
         try:
             self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
             self._console = None if pretty is None else console_options.make(pretty)
-            self._sinks: tuple[Sink, ...] = (self._file,) + (
-                (self._stdout,) if self._stdout is not None and self._console is None else ()
+            self._added = added
+            self._sinks: tuple[Sink, ...] = (
+                (self._file,)
+                + ((self._stdout,) if self._stdout is not None and self._console is None else ())
+                + added
             )
             self._fds, self._flush_stdout = _fast_path(self._sinks, fsync)
             self.attempt = _last_attempt(self.path) + 1
@@ -367,8 +373,14 @@ class Run:
 
     @property
     def dropped_by_sink(self) -> dict[str, int]:
-        """Records each sink lost: ``{"file": 0, "stdout": 3}`` (stdout only when it is on)."""
-        return {sink.kind: sink.dropped for sink in self._all_sinks()}
+        """Records each sink lost: ``{"file": 0, "stdout": 3}`` (stdout only when it is on).
+
+        A sink added with `sinks=` is named by its `kind`, else its class name.
+        """
+        counts: dict[str, int] = {}
+        for sink in self._all_sinks():
+            counts[sink.kind] = counts.get(sink.kind, 0) + sink.dropped
+        return counts
 
     @property
     def closed(self) -> bool:
@@ -544,7 +556,7 @@ class Run:
         self._fds = None  # from now on every line goes through the sinks' own handling
         self._sync_writer()
         for sink in self._sinks:
-            if sink.fd == fd:
+            if isinstance(sink, (FileSink, StdoutSink)) and sink.fd == fd:
                 sink.recover(line, written, err)
 
     def _write(self, event: str, fields: Mapping[str, Any]) -> None:
@@ -743,7 +755,9 @@ class Run:
         if resume_step is not None:
             fields["resume_step"] = resume_step
         fields.update(_context.describe_process(self.artifacts_dir))
-        fields[_fields.WRITER] = "c" if self._uses_c() else "python"
+        # the C fast path writes to the descriptors only: not with fsync or a sink of the user's
+        fast = self._uses_c() and self._fds is not None
+        fields[_fields.WRITER] = "c" if fast else "python"
         if self._redactor is not None:
             fields["argv"] = self._redactor.redact_argv(fields["argv"])
         if self._dist is not None:
@@ -859,17 +873,19 @@ class Run:
         if os.getpid() != self._pid:
             return  # a forked child: the parent still owns the file and the lock
         for sink in self._all_sinks():
+            sink.flush()
+        for sink in self._all_sinks():
             sink.close()
         lock = getattr(self, "_lock", None)
         if lock is not None:
             lock.release()
 
-    def _all_sinks(self) -> tuple[Sink, ...]:
-        sinks: list[Sink] = []
+    def _all_sinks(self) -> tuple[FileSink | StdoutSink | _sinks._Guarded, ...]:
+        sinks: list[FileSink | StdoutSink | _sinks._Guarded] = []
         for sink in (getattr(self, "_file", None), getattr(self, "_stdout", None)):
             if sink is not None:
                 sinks.append(sink)
-        return tuple(sinks)
+        return (*sinks, *getattr(self, "_added", ()))
 
     def _refused(self) -> RunStateError:
         """Return the error for a write after the run began to close; the caller holds no lock.
@@ -1193,13 +1209,16 @@ def _stdout_sinks(
 
 def _fast_path(sinks: tuple[Sink, ...], fsync: bool) -> tuple[tuple[int, ...] | None, Any]:
     """Return the descriptors log() may write to directly, and the stream flush to call first."""
-    if fsync or any(sink.fd < 0 for sink in sinks):
-        return None, None  # syncing, or a replaced sys.stdout (pytest, Jupyter): use the sinks
+    direct = [sink for sink in sinks if isinstance(sink, (FileSink, StdoutSink)) and sink.fd >= 0]
+    if fsync or len(direct) != len(sinks):
+        # syncing, a replaced sys.stdout (pytest, Jupyter), or a sink of the user's: every line
+        # goes through the sinks' write()
+        return None, None
     flush = None
-    for sink in sinks:
+    for sink in direct:
         if isinstance(sink, StdoutSink) and sink.stream is not None:
             flush = sink.stream.flush
-    return tuple(sink.fd for sink in sinks), flush
+    return tuple(sink.fd for sink in direct), flush
 
 
 def _encode_failed(
