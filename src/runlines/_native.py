@@ -1,7 +1,7 @@
 """The optional C extensions, or None: not built, or RUNLINES_NO_SPEEDUPS=1.
 
-`speedups` (`_speedups.c`) is the fast path of Run.log and spans; `readfast` (`_readfast.c`)
-parses the common lines of load().
+`speedups` (`_speedups/speedups.c`) is the fast path of Run.log and spans; `readfast`
+(`_readfast.c`) parses the common lines of load().
 """
 
 from __future__ import annotations
@@ -20,5 +20,5 @@ def _load(name: str) -> ModuleType | None:
         return None
 
 
-speedups: ModuleType | None = _load("runlines._speedups")
+speedups: ModuleType | None = _load("runlines._speedups.speedups")
 readfast: ModuleType | None = _load("runlines._readfast")

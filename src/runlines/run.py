@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from runlines.encoding import Redact
     from runlines.fields import Vocabulary
 
-# The C fast path of log(), when it was built at install time (see _speedups.c).
+# The C fast path of log(), when it was built at install time (see _speedups/speedups.c).
 _Writer = None if _native.speedups is None else _native.speedups.Writer
 
 __all__ = ["Run"]
@@ -54,10 +54,9 @@ encode_default: Callable[[Any], Any]
 encode_line: Callable[[Mapping[str, Any]], bytes]
 encode_line_safe: Callable[[Mapping[str, Any], Redact | None], bytes]
 check_inline: Callable[[Mapping[str, Any]], None]
-_NO_FIELDS: Final[dict[str, object]] = {}  # a span without fields of its own; never mutated
 # Types that can hold no secret and need no walk before encoding.
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
-# How a plan writes its records (the C fast path reads the same numbers, see _speedups.c):
+# How a plan writes its records (the C fast path reads the same numbers, see _speedups/speedups.c):
 _AS_IS: Final = 0  # plain values only: encoded without a look
 _LIGHT: Final = 1  # plain values, str (redacted once per distinct text) and 0-d numpy/torch
 _CAREFUL: Final = 2  # anything else, or a secret key: converted, redacted, then encoded
@@ -255,31 +254,11 @@ class Run:
         if prepared is None and self._alarm is not None and self._alarm.is_new(event, line):
             self._nonfinite(event, line, record, sampler, kept)
             return
-        # _emit() inlined: a call frame here is paid once per training step. Under _io_lock:
-        # the run cannot close its descriptors between the check of its state and the writes.
+        # Under _io_lock: the run cannot close its descriptors between the check of its state
+        # and the writes.
         with self._io_lock:
             if self._state is _State.OPEN:
-                fds = self._fds
-                if fds is None:
-                    self._emit(line)
-                else:
-                    flush = self._flush_stdout
-                    if flush is not None:
-                        try:
-                            flush()  # the program's own prints first: no line inside one
-                        except (OSError, ValueError):
-                            pass  # a closed or broken stdout: the write below counts the drop
-                    size = len(line)
-                    for fd in fds:
-                        try:
-                            written = _write(fd, line)
-                        except OSError as err:
-                            self._write_failed(fd, line, 0, err)
-                            continue
-                        if written != size:
-                            self._write_failed(fd, line, written, None)
-                    if self._console is not None:
-                        self._console.show(line)
+                self._emit(line)
                 if sampler is not None:
                     sampler.written(kept)  # its count is in the log now: no longer owed
                 return
@@ -295,13 +274,9 @@ class Run:
         On exit a `span` record carries `name`, `duration_s` (monotonic clock), `status`, the
         enclosing span as `parent`, and *fields*.
         """
-        if fields:
-            for key in fields:
-                _check_field_name(key)
-            return self._tracer.span(name, **fields)
-        if type(name) is not str or not name:
-            return self._tracer.span(name)  # raises the FieldError that explains it
-        return Span(self._tracer, name, _NO_FIELDS)  # Tracer.span() without its call frame
+        for key in fields:
+            _check_field_name(key)
+        return self._tracer.span(name, **fields)
 
     def sample(
         self,
@@ -456,7 +431,7 @@ class Run:
     ) -> dict[str, Any] | None:
         """Return the fields of a light plan as JSON values, redacted; None for the careful path.
 
-        The C fast path (_speedups.c) writes the same values: a str as its remembered
+        The C fast path (_speedups/speedups.c) writes the same values: a str as its remembered
         redacted form, a 0-d numpy or torch value as its item().
         """
         if mode == _LIGHT:
@@ -597,7 +572,7 @@ class Run:
             span_names=self._span_names,
             plans=self._plans,
             texts=self._texts,
-            globals=globals(),
+            clock=_wall_clock,
             dumps=_dumps,
             default=encode_default,
             option=_OPTIONS,
@@ -607,9 +582,11 @@ class Run:
         self._writer = writer
         self._sync_writer()
         self.__dict__["log"] = writer  # shadows the method: run.log(...) calls the writer
-        self._tracer._emit = writer.write_span
+        self._tracer.set_emit(writer.write_span)
         if type(self).span is Run.span:
-            writer.set_spans(span_type=Span, tracer=self._tracer, slow=MethodType(Run.span, self))
+            writer.set_spans(
+                span_type=Span, core=self._tracer.core, slow=MethodType(Run.span, self)
+            )
             self.__dict__["span"] = writer.span
 
     def _sync_writer(self) -> None:
@@ -982,6 +959,11 @@ class Run:
         for sampler in self._samplers.values():
             sampler.after_fork()
         self._span_stats.after_fork()
+
+
+def _wall_clock() -> float:
+    """The clock of `ts`: `_now` looked up per call, so that freezegun's patch of it holds."""
+    return _now()
 
 
 def _start_thread(function: Callable[..., object], *args: Any, **kwargs: Any) -> None:
