@@ -16,21 +16,22 @@ def records(path: Path) -> list[dict[str, object]]:
 
 
 class TestWriterField:
-    def test_run_start_says_the_c_path_writes_when_it_is_built(self, run_dir: Path) -> None:
-        if runlines.run._Writer is None:
-            pytest.skip("the C extension is not built (or RUNLINES_NO_SPEEDUPS=1)")
-
+    def test_run_start_names_the_path_that_writes(self, run_dir: Path, fast_path: str) -> None:
         with Run("r", run_dir, stdout=False) as run:
             run.log("train_step", step=1)
+            run.log("train_step", step=2)
 
-        assert records(run.path)[0]["writer"] == "c"
+        assert records(run.path)[0]["writer"] == fast_path
 
-    @pytest.mark.usefixtures("pure_python")
-    def test_run_start_says_python_on_the_pure_path(self, run_dir: Path) -> None:
-        with Run("r", run_dir, stdout=False) as run:
-            run.log("train_step", step=1)
+    def test_a_user_sink_or_fsync_is_written_by_python(self, run_dir: Path) -> None:
+        from runlines.testing import MemorySink
 
-        assert records(run.path)[0]["writer"] == "python"
+        with Run("a", run_dir, stdout=False, sinks=[MemorySink()]) as a:
+            a.log("train_step", step=1)
+        with Run("b", run_dir, stdout=False, fsync=True) as b:
+            b.log("train_step", step=1)
+
+        assert records(a.path)[0]["writer"] == records(b.path)[0]["writer"] == "python"
 
     def test_a_subclass_with_its_own_log_is_written_by_python(self, run_dir: Path) -> None:
         class Counting(Run):
