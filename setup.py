@@ -4,6 +4,8 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("runlines._speedups", ["src/runlines/_speedups.c"], optional=True),
+        Extension(
+            "runlines._speedups.speedups", ["src/runlines/_speedups/speedups.c"], optional=True
+        ),
     ]
 )

@@ -55,3 +55,19 @@ def _pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
     import runlines.run
 
     monkeypatch.setattr(runlines.run, "_Writer", None)
+
+
+@pytest.fixture(name="fast_path", params=["c", "python"])
+def _fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test once on log()'s C fast path and once on its pure-Python path.
+
+    Returns the path's name, as `run_start`'s `writer` field says it. The C side is skipped,
+    with its reason, only where the extension is not built (or RUNLINES_NO_SPEEDUPS=1).
+    """
+    import runlines.run
+
+    if request.param == "python":
+        monkeypatch.setattr(runlines.run, "_Writer", None)
+    elif runlines.run._Writer is None:
+        pytest.skip("the C extension is not built (or RUNLINES_NO_SPEEDUPS=1)")
+    return str(request.param)

@@ -345,7 +345,7 @@ class TestLoadVocabulary:
         assert vocab.agreed_name("tok") == "tokens_seen"
 
     def test_other_types_are_refused(self) -> None:
-        with pytest.raises(TypeError, match=r"fields= takes a Vocabulary, a path .* got dict"):
+        with pytest.raises(TypeError, match=r"vocabulary= takes a Vocabulary, a path .* got dict"):
             load_vocabulary({"step": "int"})  # type: ignore[arg-type]
 
 

@@ -239,10 +239,30 @@ class TestVocabulary:
         )
 
         with (
-            Run("r", run_dir, stdout=False, fields=vocabulary) as run,
+            Run("r", run_dir, stdout=False, vocabulary=vocabulary) as run,
             pytest.warns(FieldDriftWarning, match="tokens_seen"),
         ):
             run.log("train_step", tok=5)
+
+    def test_fields_is_the_deprecated_name_of_vocabulary(
+        self, run_dir: Path, tmp_path: Path
+    ) -> None:
+        vocabulary = tmp_path / "fields.toml"
+        vocabulary.write_text(
+            '[aliases]\ntok = "tokens_seen"\n'
+            '[fields]\ntokens_seen = { type = "integer", description = "tokens so far" }\n'
+        )
+
+        with pytest.warns(DeprecationWarning, match=r"vocabulary=") as caught:
+            run = Run("r", run_dir, stdout=False, fields=vocabulary)
+        with run, pytest.warns(FieldDriftWarning, match="tokens_seen"):
+            run.log("train_step", tok=5)
+
+        assert caught[0].filename == __file__  # points at the user's call
+
+    def test_vocabulary_and_fields_together_are_refused(self, run_dir: Path) -> None:
+        with pytest.raises(TypeError, match="pass the vocabulary once"):
+            Run("r", run_dir, stdout=False, vocabulary="a.toml", fields="a.toml")
 
 
 SECRETS = {

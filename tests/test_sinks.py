@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from runlines import Run
-from runlines.sinks import FileSink, StdoutSink
+from runlines.sinks import FileSink, Sink, StdoutSink
+from runlines.testing import MemorySink, capture_records
 
 
 class TestFileSink:
@@ -139,3 +141,83 @@ def test_closed_sys_stdout_never_breaks_log(run_dir: Path) -> None:
     os.close(read_end)
 
     assert '"step":1' in run.path.read_text()
+
+
+class _Broken:
+    kind = "broken"
+
+    def write(self, line: bytes) -> None:
+        msg = "the collector is down"
+        raise ConnectionError(msg)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class TestUserSinks:
+    def test_a_sink_gets_every_line_the_file_gets(self, run_dir: Path) -> None:
+        sink = MemorySink()
+
+        with Run("r", run_dir, stdout=False, sinks=[sink]) as run:
+            run.log("train_step", step=1, loss=0.5)
+            run.log("train_step", step=2, loss=0.25)
+
+        assert b"".join(sink.lines) == run.path.read_bytes()
+        assert [r["step"] for r in sink.events("train_step")] == [1, 2]
+        assert sink.closed
+
+    def test_a_sink_that_raises_is_counted_and_the_run_goes_on(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        with Run("r", run_dir, stdout=False, sinks=[_Broken()]) as run:
+            run.log("train_step", step=1)
+            run.log("train_step", step=2)
+
+        end = [json.loads(x) for x in run.path.read_text().splitlines()][-1]
+        assert end["dropped_by_sink"] == {"file": 0, "broken": 3}  # run_start and two steps
+        assert run.dropped_by_sink == {"file": 0, "broken": 4}  # run_end too
+        assert capsys.readouterr().err.count("ConnectionError") == 1
+
+    def test_an_object_without_the_sink_methods_is_refused_before_the_disk(
+        self, run_dir: Path
+    ) -> None:
+        with pytest.raises(TypeError, match=r"has no write, flush, close"):
+            Run("r", run_dir, stdout=False, sinks=[object()])  # type: ignore[list-item]
+
+        assert not run_dir.exists()
+
+    def test_a_binary_stream_is_a_sink(self, run_dir: Path) -> None:
+        stream = io.BytesIO()
+
+        with Run("r", run_dir, stdout=False, sinks=[stream]) as run:
+            run.log("train_step", step=1)
+
+        assert run.dropped_by_sink == {"file": 0, "BytesIO": 0}
+
+    def test_the_sink_protocol_is_write_flush_and_close(self) -> None:
+        assert isinstance(MemorySink(), Sink)
+        assert not hasattr(Sink, "fd")
+        assert not hasattr(Sink, "recover")
+
+
+class TestCaptureRecords:
+    def test_captures_the_records_of_runs_opened_inside(self, run_dir: Path) -> None:
+        with capture_records() as records:
+            with Run("a", run_dir, stdout=False) as run:
+                run.log("train_step", step=1)
+            assert [r["event"] for r in records] == ["run_start", "train_step", "run_end"]
+
+        with Run("b", run_dir, stdout=False) as other:
+            other.log("train_step", step=2)
+        assert len(records) == 3  # a run opened after the block is not captured
+
+    def test_runs_opened_inside_write_no_memory_sink_afterwards(self, run_dir: Path) -> None:
+        with capture_records():
+            pass
+
+        with Run("r", run_dir, stdout=False) as run:
+            run.log("train_step", step=1)
+        assert set(run.dropped_by_sink) == {"file"}

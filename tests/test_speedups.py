@@ -1,4 +1,4 @@
-"""The C fast paths (`_speedups.c`): built, taken for plain records, and never different.
+"""The C fast paths (`_speedups/speedups.c`): built, taken for plain records, and never different.
 
 Every record the fast path writes must be byte for byte what the pure-Python log() writes, and
 every call it cannot take must reach the Python log() unchanged: the tests compare the two
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import runlines.run
 from runlines import FieldError, Run, RunStateError
-from runlines._speedups import SpanBase, Writer  # the build must have made the extension
+from runlines._speedups.speedups import SpanBase, Writer  # the build must have made the extension
 from runlines.spans import Span
 
 # RUNLINES_NO_SPEEDUPS=1 switches the C paths off on purpose: then there is nothing here to test.
@@ -411,3 +411,125 @@ class TestReferences:
             after = sys.getrefcount(split), sys.getrefcount(tensor), sys.getrefcount(number)
             assert run._writer.hits - before == 1000
         assert after == counts
+
+
+SOURCE = Path(runlines.__file__).parent / "_speedups" / "speedups.c"
+
+
+class TestContract:
+    """The C twin gets every object as an argument: it reads no Python name by string."""
+
+    def test_the_source_looks_up_no_private_name_and_imports_no_module(self) -> None:
+        source = SOURCE.read_text()
+        import re
+
+        named = re.findall(r"(\w+)\(\s*(?:[\w>-]+,\s*)?\"([^\"]*)\"", source)
+        lookups = {
+            (call, text)
+            for call, text in named
+            if call
+            in ("PyUnicode_InternFromString", "PyObject_GetAttrString", "PyDict_GetItemString")
+        }
+        private = {text for _, text in lookups if text.startswith("_") and not text.endswith("__")}
+        assert lookups  # the pattern finds the interned keys ("ts", "event", ...)
+        assert private == set()
+        assert "PyImport_" not in source
+        assert "PyEval_GetGlobals" not in source
+
+    def test_the_clock_passed_in_stamps_ts(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        with Run("r", run_dir, stdout=False) as run:
+            run.log("train_step", step=0)  # the first record of a key set plans it
+            monkeypatch.setattr(runlines.run, "_now", lambda: 1234.5)
+            before = run._writer.hits
+            run.log("train_step", step=1)
+            run.log("train_step", step=2)
+            assert run._writer.hits - before == 2
+            monkeypatch.undo()
+
+        assert [r["ts"] for r in records(run.path, "train_step")][1:] == [1234.5, 1234.5]
+
+    def test_freezegun_stamps_records_and_times_spans_on_the_c_path(self, run_dir: Path) -> None:
+        with freeze_time("2026-01-01T00:00:00Z") as frozen, Run("r", run_dir, stdout=False) as run:
+            before = run._writer.hits
+            for step in range(4):
+                run.log("train_step", step=step)
+                with run.span("step"):
+                    frozen.tick(0.25)
+            # the first record and span of a kind are Python's (plans, names): then C
+            assert run._writer.hits - before == 6
+            assert type(run.span("x")) is Span
+
+        t0 = 1767225600.0
+        assert [r["ts"] for r in records(run.path, "train_step")] == [
+            t0,
+            t0 + 0.25,
+            t0 + 0.5,
+            t0 + 0.75,
+        ]
+        assert [r["duration_s"] for r in records(run.path, "span")] == [0.25] * 4
+
+    def test_a_tracer_clock_passed_in_times_c_spans(self) -> None:
+        from runlines.spans import Tracer
+
+        ticks = iter([10.0, 10.25, 20.0, 21.0])
+        seen: list[tuple[str, float]] = []
+        tracer = Tracer(lambda name, d, *_: seen.append((name, d)), clock=lambda: next(ticks))
+
+        with tracer.span("a"), tracer.span("b"):
+            pass
+
+        assert isinstance(tracer.span("a"), SpanBase)
+        assert seen == [("b", 9.75), ("a", 11.0)]
+
+
+def _workload(run: Run) -> None:
+    """Two records or more of each key set: plain, strings, tensors, None, NaN, sampled, spans."""
+    import torch
+
+    run.sample("batch", every=3)
+    run.sample("agg", every=2, aggregate=True)
+    for step in range(6):
+        run.log("train_step", epoch=1, step=step, loss=0.5 / (step + 1), lr=3e-4)
+        run.log("eval", step=step, split="val" if step % 2 else "train", acc=np.float32(0.75))
+        run.log("tensor", step=step, loss=torch.tensor(0.25 * step))
+        run.log("maybe", step=step, value=None if step % 2 else 1.0)
+        run.log("batch", step=step, loss=0.1)
+        run.log("agg", step=step, loss=float(step))
+        with run.span("step"):
+            pass
+        with run.span("outer"), run.span("inner", step=step):
+            pass
+    run.log("train_step", epoch=1, step=7, loss=float("nan"), lr=3e-4)
+    run.log("train_step", epoch=1, step=8, loss=2**70, lr=3e-4)
+
+
+class TestWholeRun:
+    """The whole log and the run's state are the same on both paths, run_start and run_end too."""
+
+    def test_a_mixed_run_writes_the_same_file_and_state(self, run_dir: Path) -> None:
+        seen = []
+        for pure in (False, True):
+            with warnings.catch_warnings(record=True), freeze_time("2026-11-30 01:00:00"):
+                warnings.simplefilter("always")
+                run = open_run(run_dir / ("pure" if pure else "c"), pure=pure)
+                try:
+                    _workload(run)
+                finally:
+                    run.close()
+            lines = [json.loads(line) for line in run.path.read_bytes().splitlines()]
+            start = lines.pop(0)  # the process and its environment, the same for both
+            writer = start["writer"]
+            del lines[-1]["id"]  # a new run id per run
+            seen.append((writer, lines, run.dropped, run.dropped_by_sink))
+
+        (c_writer, c_lines, *c_state), (py_writer, py_lines, *py_state) = seen
+        assert (c_writer, py_writer) == ("c", "python")
+        assert c_lines == py_lines
+        assert c_state == py_state
+        end = c_lines[-1]
+        assert end["event"] == "run_end"
+        assert end["spans"]["step"]["count"] == 6
+        assert sum(r.get("n", 0) for r in c_lines if r["event"] == "batch") == 6
+        assert sum(r.get("n", 0) for r in c_lines if r["event"] == "agg") == 6

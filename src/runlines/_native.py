@@ -1,6 +1,6 @@
 """The optional C extension, or None: not built, or RUNLINES_NO_SPEEDUPS=1.
 
-`speedups` (`_speedups.c`) is the fast path of Run.log and spans.
+`speedups` (`_speedups/speedups.c`) is the fast path of Run.log and spans.
 """
 
 from __future__ import annotations
@@ -19,4 +19,4 @@ def _load(name: str) -> ModuleType | None:
         return None
 
 
-speedups: ModuleType | None = _load("runlines._speedups")
+speedups: ModuleType | None = _load("runlines._speedups.speedups")

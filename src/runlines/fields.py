@@ -73,6 +73,7 @@ CUDNN: Final = "cudnn"
 GPUS: Final = "gpus"
 GPU_DRIVER: Final = "gpu_driver"
 GIT_COMMIT: Final = "git_commit"
+WRITER: Final = "writer"  # run_start: "c" or "python", the path that wrote the records
 GIT_DIRTY: Final = "git_dirty"
 GIT_DIFF: Final = "git_diff"
 GIT_DIFF_SHA256: Final = "git_diff_sha256"
@@ -139,6 +140,7 @@ STANDARD_FIELDS: Final[Mapping[str, Field]] = _fields(
     ("pid", "integer", "operating-system process id"),
     ("python", "string", "Python version"),
     ("runlines", "string", "runlines version"),
+    ("writer", "string", "which path wrote the log's records: `c` (the fast path) or `python`"),
     ("argv", "array", "the command line, secrets redacted"),
     ("cwd", "string", "the working directory"),
     ("git_commit", "string", "commit of the working directory's git repository"),
@@ -502,7 +504,10 @@ def load_vocabulary(source: Vocabulary | str | os.PathLike[str] | None) -> Vocab
         return Vocabulary.from_toml(project_file) if project_file.is_file() else Vocabulary()
     if isinstance(source, (str, os.PathLike)):
         return Vocabulary.from_toml(source)
-    msg = f"fields= takes a Vocabulary, a path to a TOML file or None, got {type(source).__name__}"
+    msg = (
+        "vocabulary= takes a Vocabulary, a path to a TOML file or None, "
+        f"got {type(source).__name__}"
+    )
     raise TypeError(msg)
 
 
@@ -679,7 +684,7 @@ assert vocab.agreed_name("it") is None
 assert vocab.describe("tokens_seen").type == "integer"
 ```
 
-and pass it as `Run(..., fields=vocab)`. The same in a file kept next to the training code,
+and pass it as `Run(..., vocabulary=vocab)`. The same in a file kept next to the training code,
 `runlines.toml`:
 
 ```toml
@@ -693,9 +698,9 @@ tok = "tokens_seen"
 ```
 
 `type` is one of `number`, `integer`, `string`, `boolean`, `object`, `array`, `any` (the
-default); `description` is required. `Run(..., fields=None)` (the default) uses the standard
+default); `description` is required. `Run(..., vocabulary=None)` (the default) uses the standard
 vocabulary extended by `runlines.toml` in the current working directory, when that file exists.
-`Run(..., fields="path/to/vocab.toml")` reads another file. A malformed file, an alias that
+`Run(..., vocabulary="path/to/vocab.toml")` reads another file. A malformed file, an alias that
 points to an unknown name, or an alias that is itself an agreed name raises a `FieldError`
 naming the file and the problem.
 

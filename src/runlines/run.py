@@ -13,6 +13,7 @@ from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
 from runlines import _compact, _context, _layout, _lifecycle, _native
+from runlines import sinks as _sinks
 from runlines._warnings import warn_user
 from runlines.errors import FieldDriftWarning, FieldError, RunLockedError, RunStateError
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from runlines.encoding import Redact
     from runlines.fields import Vocabulary
 
-# The C fast path of log(), when it was built at install time (see _speedups.c).
+# The C fast path of log(), when it was built at install time (see _speedups/speedups.c).
 _Writer = None if _native.speedups is None else _native.speedups.Writer
 
 __all__ = ["Run"]
@@ -53,18 +54,17 @@ encode_default: Callable[[Any], Any]
 encode_line: Callable[[Mapping[str, Any]], bytes]
 encode_line_safe: Callable[[Mapping[str, Any], Redact | None], bytes]
 check_inline: Callable[[Mapping[str, Any]], None]
-_NO_FIELDS: Final[dict[str, object]] = {}  # a span without fields of its own; never mutated
 # Types that can hold no secret and need no walk before encoding.
 _PLAIN: Final = frozenset({int, float, bool, type(None)})
-# How a plan writes its records (the C fast path reads the same numbers, see _speedups.c):
+# How a plan writes its records (the C fast path reads the same numbers, see _speedups/speedups.c):
 _AS_IS: Final = 0  # plain values only: encoded without a look
 _LIGHT: Final = 1  # plain values, str (redacted once per distinct text) and 0-d numpy/torch
 _CAREFUL: Final = 2  # anything else, or a secret key: converted, redacted, then encoded
 _MAX_TEXTS: Final = 4096  # distinct short strings whose redacted form is remembered
 _MAX_TEXT_LEN: Final = 256  # longer strings are redacted at every call
 
-# (how to write the records, value types last checked)
-_Plan = tuple[int, tuple[type, ...]]
+# (how to write the records, value types last checked, b"null" in the line's fixed text)
+_Plan = tuple[int, tuple[type, ...], int]
 
 
 class _State(enum.Enum):
@@ -91,6 +91,7 @@ class Run:
         fsync: bool = False,
         resume_step: int | None = None,
         strict_fields: bool = False,
+        vocabulary: Vocabulary | str | os.PathLike[str] | None = None,
         fields: Vocabulary | str | os.PathLike[str] | None = None,
         redact: bool | Redactor = True,
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
@@ -102,6 +103,7 @@ class Run:
         console_every: float | None = None,
         console_events: Iterable[str] | None = None,
         compact: bool | None = None,
+        sinks: Iterable[Sink] = (),
     ) -> None:
         from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
 
@@ -128,7 +130,7 @@ class Run:
         self._end_written = False
         self._next_check = 0.0  # when log() next checks that the log file still exists
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
-        self._vocabulary = _fields.load_vocabulary(fields)
+        self._vocabulary = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._strict_fields = strict_fields
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
         self._redactor = _redactor(redact)
@@ -152,6 +154,7 @@ class Run:
             None if alarm_mode is None else nonfinite.NonfiniteAlarm(alarm_mode, self.path)
         )
         console_options = ConsoleOptions.of(console_every, console_events)
+        added = tuple(map(_sinks.guard, (*sinks, *_sinks.added_sinks())))
         self._watching: _watching.Watching | None = None
         from runlines.capture import Capture, parse_capture  # with logging: when a run opens
 
@@ -169,8 +172,11 @@ class Run:
         try:
             self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
             self._console = None if pretty is None else console_options.make(pretty)
-            self._sinks: tuple[Sink, ...] = (self._file,) + (
-                (self._stdout,) if self._stdout is not None and self._console is None else ()
+            self._added = added
+            self._sinks: tuple[Sink, ...] = (
+                (self._file,)
+                + ((self._stdout,) if self._stdout is not None and self._console is None else ())
+                + added
             )
             self._fds, self._flush_stdout = _fast_path(self._sinks, fsync)
             self.attempt = _last_attempt(self.path) + 1
@@ -216,9 +222,9 @@ class Run:
         # _CAREFUL), and the value types last checked.
         key = (event, *fields)
         try:
-            mode, types = self._plans[key]
+            mode, types, nulls = self._plans[key]
         except KeyError:
-            mode, types = self._plan(event, fields, key)
+            mode, types, nulls = self._plan(event, fields, key)
         except TypeError:
             raise _event_error(event) from None
         prepared: dict[str, Any] | None = fields
@@ -242,37 +248,19 @@ class Run:
             except JSONEncodeError as err:
                 line = _encode_failed(record, err, self._redact)
             else:
-                if not mode and line.find(b"null") >= 0:  # None, or NaN written as null
+                # None, or NaN written as null: more nulls than the names hold (counted once per
+                # plan, so a run named "nullspace" costs one scan, not the careful path)
+                if not mode and line.count(b"null") > nulls:
                     line = encode_line_safe(record, self._redact)
                     prepared = None  # written by encode_line_safe: the alarm looks at it
         if prepared is None and self._alarm is not None and self._alarm.is_new(event, line):
             self._nonfinite(event, line, record, sampler, kept)
             return
-        # _emit() inlined: a call frame here is paid once per training step. Under _io_lock:
-        # the run cannot close its descriptors between the check of its state and the writes.
+        # Under _io_lock: the run cannot close its descriptors between the check of its state
+        # and the writes.
         with self._io_lock:
             if self._state is _State.OPEN:
-                fds = self._fds
-                if fds is None:
-                    self._emit(line)
-                else:
-                    flush = self._flush_stdout
-                    if flush is not None:
-                        try:
-                            flush()  # the program's own prints first: no line inside one
-                        except (OSError, ValueError):
-                            pass  # a closed or broken stdout: the write below counts the drop
-                    size = len(line)
-                    for fd in fds:
-                        try:
-                            written = _write(fd, line)
-                        except OSError as err:
-                            self._write_failed(fd, line, 0, err)
-                            continue
-                        if written != size:
-                            self._write_failed(fd, line, written, None)
-                    if self._console is not None:
-                        self._console.show(line)
+                self._emit(line)
                 if sampler is not None:
                     sampler.written(kept)  # its count is in the log now: no longer owed
                 return
@@ -288,13 +276,9 @@ class Run:
         On exit a `span` record carries `name`, `duration_s` (monotonic clock), `status`, the
         enclosing span as `parent`, and *fields*.
         """
-        if fields:
-            for key in fields:
-                _check_field_name(key)
-            return self._tracer.span(name, **fields)
-        if type(name) is not str or not name:
-            return self._tracer.span(name)  # raises the FieldError that explains it
-        return Span(self._tracer, name, _NO_FIELDS)  # Tracer.span() without its call frame
+        for key in fields:
+            _check_field_name(key)
+        return self._tracer.span(name, **fields)
 
     def sample(
         self,
@@ -366,8 +350,14 @@ class Run:
 
     @property
     def dropped_by_sink(self) -> dict[str, int]:
-        """Records each sink lost: ``{"file": 0, "stdout": 3}`` (stdout only when it is on)."""
-        return {sink.kind: sink.dropped for sink in self._all_sinks()}
+        """Records each sink lost: ``{"file": 0, "stdout": 3}`` (stdout only when it is on).
+
+        A sink added with `sinks=` is named by its `kind`, else its class name.
+        """
+        counts: dict[str, int] = {}
+        for sink in self._all_sinks():
+            counts[sink.kind] = counts.get(sink.kind, 0) + sink.dropped
+        return counts
 
     @property
     def closed(self) -> bool:
@@ -410,9 +400,18 @@ class Run:
         if len(self._plans) >= _MAX_PLANS:
             self._plans.clear()
             self._forget_plans()
-        plan = (self._mode_of(fields), tuple(map(type, fields.values())))
+        plan = (self._mode_of(fields), tuple(map(type, fields.values())), self._nulls_of(key))
         self._plans[key] = plan  # tuples replaced whole: other threads see old or new
         return plan
+
+    def _nulls_of(self, key: tuple[Any, ...]) -> int:
+        """Return how often b"null" is in a line of *key*'s names whose values hold none."""
+        event, *names = key
+        record = {"event": event, "run": self.name, **dict.fromkeys(names, 0)}
+        try:
+            return _dumps(record, option=_OPTIONS).count(b"null")
+        except JSONEncodeError:
+            return 0  # a name orjson cannot write: every line of the plan goes the careful way
 
     def _mode_of(self, fields: dict[str, Any]) -> int:
         """Return how records of these keys and value types are written (_AS_IS...)."""
@@ -434,7 +433,7 @@ class Run:
     ) -> dict[str, Any] | None:
         """Return the fields of a light plan as JSON values, redacted; None for the careful path.
 
-        The C fast path (_speedups.c) writes the same values: a str as its remembered
+        The C fast path (_speedups/speedups.c) writes the same values: a str as its remembered
         redacted form, a 0-d numpy or torch value as its item().
         """
         if mode == _LIGHT:
@@ -464,7 +463,7 @@ class Run:
         if now_types != types:
             self._check_kinds(fields)
             mode = self._mode_of(fields)
-            self._plans[key] = (mode, now_types)
+            self._plans[key] = (mode, now_types, self._nulls_of(key))
             self._forget_plans()
             if mode == _LIGHT:
                 return self._prepare(key, fields, now_types, mode)
@@ -534,7 +533,7 @@ class Run:
         self._fds = None  # from now on every line goes through the sinks' own handling
         self._sync_writer()
         for sink in self._sinks:
-            if sink.fd == fd:
+            if isinstance(sink, (FileSink, StdoutSink)) and sink.fd == fd:
                 sink.recover(line, written, err)
 
     def _write(self, event: str, fields: Mapping[str, Any]) -> None:
@@ -560,10 +559,14 @@ class Run:
         record.update(fields)
         return encode_line_safe(record, self._redact)
 
+    def _uses_c(self) -> bool:
+        """Return True when the C fast path writes this run: built, and log() is ours."""
+        return _Writer is not None and type(self).log is Run.log  # a subclass's own must run
+
     def _install_writer(self) -> None:
         """Put the C fast path in front of log() when it is built and log() is ours."""
-        if _Writer is None or type(self).log is not Run.log:
-            return  # pure Python, or a subclass's own log() that must always run
+        if _Writer is None or not self._uses_c():
+            return
         writer = _Writer(
             slow=MethodType(Run.log, self),
             failed=self._write_failed,
@@ -571,7 +574,7 @@ class Run:
             span_names=self._span_names,
             plans=self._plans,
             texts=self._texts,
-            globals=globals(),
+            clock=_wall_clock,
             dumps=_dumps,
             default=encode_default,
             option=_OPTIONS,
@@ -581,9 +584,11 @@ class Run:
         self._writer = writer
         self._sync_writer()
         self.__dict__["log"] = writer  # shadows the method: run.log(...) calls the writer
-        self._tracer._emit = writer.write_span
+        self._tracer.set_emit(writer.write_span)
         if type(self).span is Run.span:
-            writer.set_spans(span_type=Span, tracer=self._tracer, slow=MethodType(Run.span, self))
+            writer.set_spans(
+                span_type=Span, core=self._tracer.core, slow=MethodType(Run.span, self)
+            )
             self.__dict__["span"] = writer.span
 
     def _sync_writer(self) -> None:
@@ -729,6 +734,9 @@ class Run:
         if resume_step is not None:
             fields["resume_step"] = resume_step
         fields.update(_context.describe_process(self.artifacts_dir))
+        # the C fast path writes to the descriptors only: not with fsync or a sink of the user's
+        fast = self._uses_c() and self._fds is not None
+        fields[_fields.WRITER] = "c" if fast else "python"
         if self._redactor is not None:
             fields["argv"] = self._redactor.redact_argv(fields["argv"])
         if self._dist is not None:
@@ -846,17 +854,19 @@ class Run:
         if os.getpid() != self._pid:
             return  # a forked child: the parent still owns the file and the lock
         for sink in self._all_sinks():
+            sink.flush()
+        for sink in self._all_sinks():
             sink.close()
         lock = getattr(self, "_lock", None)
         if lock is not None:
             lock.release()
 
-    def _all_sinks(self) -> tuple[Sink, ...]:
-        sinks: list[Sink] = []
+    def _all_sinks(self) -> tuple[FileSink | StdoutSink | _sinks._Guarded, ...]:
+        sinks: list[FileSink | StdoutSink | _sinks._Guarded] = []
         for sink in (getattr(self, "_file", None), getattr(self, "_stdout", None)):
             if sink is not None:
                 sinks.append(sink)
-        return tuple(sinks)
+        return (*sinks, *getattr(self, "_added", ()))
 
     def _refused(self) -> RunStateError:
         """Return the error for a write after the run began to close; the caller holds no lock.
@@ -955,6 +965,11 @@ class Run:
         self._span_stats.after_fork()
 
 
+def _wall_clock() -> float:
+    """The clock of `ts`: `_now` looked up per call, so that freezegun's patch of it holds."""
+    return _now()
+
+
 def _start_thread(function: Callable[..., object], *args: Any, **kwargs: Any) -> None:
     """Run *function* in a new thread, taking none of threading's locks (signal-handler safe)."""
     _thread.start_new_thread(function, args, kwargs)
@@ -1040,6 +1055,21 @@ def _without_log_suffix(name: Any) -> Any:
     ):
         return name[: -len(_layout.LOG_SUFFIX)]
     return name
+
+
+def _vocabulary_of(vocabulary: Any, fields: Any) -> Any:
+    """Return the vocabulary option, taking the deprecated `fields=` with a warning."""
+    if fields is None:
+        return vocabulary
+    if vocabulary is not None:
+        msg = "pass the vocabulary once, as Run(..., vocabulary=...); fields= is its old name"
+        raise TypeError(msg)
+    warn_user(
+        "Run(..., fields=...) is deprecated and will be removed in the next release; "
+        "pass Run(..., vocabulary=...) instead",
+        DeprecationWarning,
+    )
+    return fields
 
 
 def _check_console(console: Any) -> None:
@@ -1165,13 +1195,16 @@ def _stdout_sinks(
 
 def _fast_path(sinks: tuple[Sink, ...], fsync: bool) -> tuple[tuple[int, ...] | None, Any]:
     """Return the descriptors log() may write to directly, and the stream flush to call first."""
-    if fsync or any(sink.fd < 0 for sink in sinks):
-        return None, None  # syncing, or a replaced sys.stdout (pytest, Jupyter): use the sinks
+    direct = [sink for sink in sinks if isinstance(sink, (FileSink, StdoutSink)) and sink.fd >= 0]
+    if fsync or len(direct) != len(sinks):
+        # syncing, a replaced sys.stdout (pytest, Jupyter), or a sink of the user's: every line
+        # goes through the sinks' write()
+        return None, None
     flush = None
-    for sink in sinks:
+    for sink in direct:
         if isinstance(sink, StdoutSink) and sink.stream is not None:
             flush = sink.stream.flush
-    return tuple(sink.fd for sink in sinks), flush
+    return tuple(sink.fd for sink in direct), flush
 
 
 def _encode_failed(

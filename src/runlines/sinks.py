@@ -1,4 +1,4 @@
-"""Where lines go: the log file and stdout. Sinks see encoded lines, never records.
+"""Where lines go: the log file, stdout, and any `Sink` a user adds. Sinks see encoded lines.
 
 A sink writes each line with one `os.write` where it can, so a line that `write` returned from is
 in the operating system's hands (it survives SIGKILL), and concurrent writers never interleave
@@ -13,7 +13,7 @@ import os
 import stat
 import sys
 import threading
-from typing import TYPE_CHECKING, Final, Protocol, TextIO
+from typing import TYPE_CHECKING, Final, Protocol, TextIO, cast, runtime_checkable
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -21,22 +21,23 @@ if TYPE_CHECKING:
 __all__ = ["FileSink", "Sink", "StdoutSink", "warn_stderr"]
 
 
+@runtime_checkable
 class Sink(Protocol):
-    """Something that takes encoded lines."""
+    """Something that takes encoded lines: `Run(..., sinks=[...])` adds one to a run.
 
-    name: str
-    kind: str  # names the sink in run_end's dropped_by_sink: "file", "stdout"
-    dropped: int
-    fd: int  # the descriptor log() may write to directly, or -1
+    A sink may also have `kind` (its name in run_end's `dropped_by_sink`, the class name by
+    default) and `dropped` (records it lost). A sink that raises is counted and warned about
+    once; the run goes on.
+    """
 
     def write(self, line: bytes) -> None:
-        """Write one encoded line, ending in a newline; never raise."""
+        """Write one encoded line (UTF-8 JSON ending in a newline)."""
 
-    def recover(self, line: bytes, written: int, err: OSError | None) -> None:
-        """Finish or count a direct write to `fd` that wrote *written* bytes or raised *err*."""
+    def flush(self) -> None:
+        """Hand what `write` buffered on; called before `close`."""
 
     def close(self) -> None:
-        """Release what the sink holds."""
+        """Release what the sink holds; the run writes nothing to it afterwards."""
 
 
 def warn_stderr(message: str) -> None:
@@ -56,7 +57,11 @@ def warn_stderr(message: str) -> None:
 
 
 class _FdWriter:
-    """Shared failure handling for sinks that write lines to a file descriptor."""
+    """Shared failure handling for sinks that write lines to a file descriptor.
+
+    `fd` and `recover()` are these sinks' own fast method: the writer may write a line to `fd`
+    itself (one write per line, the same as `write`) and hand a failed write to `recover()`.
+    """
 
     name = "sink"
     kind = "sink"
@@ -124,6 +129,9 @@ class _FdWriter:
         """Say where the records this sink drops go missing."""
         return f"from the {self.name}"
 
+    def flush(self) -> None:
+        """Nothing to flush: each line went to the operating system with its write."""
+
     def close(self) -> None:
         """Nothing to release by default."""
 
@@ -132,10 +140,10 @@ class FileSink(_FdWriter):
     """Append lines to a log file, each flushed to the operating system (and to disk with fsync).
 
     A log file deleted while the run writes it (a cleanup job, ``rm -r`` of its folder) still
-    takes writes through the open descriptor, but nobody could ever read them. The sink checks
-    for that every `CHECK_EVERY` writes it makes itself, whenever `dropped` is read (so before
-    run_end) and at close: it re-creates the file with everything written so far and carries on
-    in it, or, when the file cannot be re-created, counts its records as dropped.
+    takes writes through the open descriptor, but nobody could ever read them. `check_path()`
+    looks for that (the run calls it once a second while it logs), as does reading `dropped`
+    (so before run_end) and closing: it re-creates the file with everything written so far and
+    carries on in it, or, when the file cannot be re-created, counts its records as dropped.
     """
 
     name = "file sink"
@@ -145,7 +153,6 @@ class FileSink(_FdWriter):
         super().__init__(os.open(path, _APPEND_FLAGS, 0o666))  # the umask decides the final mode
         self.path = path
         self._fsync = fsync
-        self._unchecked = 0  # writes since the last check that the file still has a name
         self._lost_to = 0  # bytes of a deleted, unrecoverable file already counted as dropped
         self._lost_lines = 0  # the records in those bytes: a later re-creation restores them
         self._gone_warned = False
@@ -178,9 +185,6 @@ class FileSink(_FdWriter):
                 _sync(self.fd)
             except OSError as err:
                 self._fail(err)
-        self._unchecked += 1
-        if self._unchecked >= CHECK_EVERY:
-            self.check_path()
 
     def _where(self) -> str:
         return f"from the log file {self.path}"
@@ -192,7 +196,6 @@ class FileSink(_FdWriter):
         into a new file at `path` and swaps the descriptor in place (dup2), so writers that hold
         `fd`, log()'s direct path included, go on in the new file.
         """
-        self._unchecked = 0
         if self._reader < 0 or os.getpid() != self._pid:
             return
         if not self._checking.acquire(blocking=False):
@@ -326,13 +329,17 @@ class StdoutSink(_FdWriter):
 
     def write(self, line: bytes) -> None:
         """Flush what the program printed, then write *line* with one os.write."""
+        self.flush()  # keep the program's own prints in order with our lines
+        _FdWriter.write(self, line)
+
+    def flush(self) -> None:
+        """Flush the text stream: what the program printed reaches stdout."""
         stream = self.stream
         if stream is not None:
             try:
-                stream.flush()  # keep the program's own prints in order with our lines
+                stream.flush()
             except (OSError, ValueError):
-                pass
-        _FdWriter.write(self, line)
+                pass  # a closed or broken stdout: the next write counts the drop
 
     def write_text(self, text: str) -> None:
         """Write a console line (already formatted) through the text stream."""
@@ -354,8 +361,6 @@ _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC
 _COPY_BYTES: Final = 1 << 20
 _CLOSE_WAIT_S: Final = 1.0
-#: Writes a FileSink makes between two checks that its file was not deleted.
-CHECK_EVERY: Final = 1024
 
 
 def _copy(source: int, target: int, offset: int) -> int:
@@ -376,3 +381,67 @@ def _real_fd(stream: TextIO | None) -> int | None:
         return stream.fileno()
     except (OSError, ValueError, io.UnsupportedOperation):
         return None
+
+
+class _Guarded:
+    """A user's sink, kept from killing the run: what it raises is counted, warned once."""
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.kind: str = getattr(sink, "kind", None) or type(sink).__name__
+        self._dropped = 0
+        self._warned = False
+
+    @property
+    def dropped(self) -> int:
+        """Records the sink lost: those it raised on, and those it counts itself."""
+        own = getattr(self.sink, "dropped", 0)
+        return self._dropped + (own if type(own) is int else 0)
+
+    def write(self, line: bytes) -> None:
+        try:
+            self.sink.write(line)
+        except Exception as err:  # a sink's failure must not kill the training job
+            self._failed("write", err)
+
+    def flush(self) -> None:
+        try:
+            self.sink.flush()
+        except Exception as err:
+            self._failed("flush", err, count=False)
+
+    def close(self) -> None:
+        try:
+            self.sink.close()
+        except Exception as err:
+            self._failed("close", err, count=False)
+
+    def _failed(self, what: str, err: Exception, *, count: bool = True) -> None:
+        self._dropped += count
+        if not self._warned:
+            self._warned = True
+            warn_stderr(
+                f"the sink {self.kind} raised {type(err).__name__} in {what}() ({err}); "
+                "training continues, and its records are counted in run_end.dropped_by_sink"
+            )
+
+
+def guard(sink: object) -> _Guarded:
+    """Return a user's *sink* wrapped for a run; refuse an object that is not a Sink."""
+    missing = [m for m in ("write", "flush", "close") if not callable(getattr(sink, m, None))]
+    if missing:
+        msg = (
+            f"sinks= takes objects with write(line), flush() and close(); {sink!r:.80} has no "
+            f"{', '.join(missing)} (see runlines.sinks.Sink)"
+        )
+        raise TypeError(msg)
+    return _Guarded(cast(Sink, sink))
+
+
+# Sinks that every Run opened from now on adds to its own (runlines.testing.capture_records).
+_ADDED: list[Sink] = []
+
+
+def added_sinks() -> tuple[Sink, ...]:
+    """Return the sinks a Run opened now adds besides its own and its `sinks=`."""
+    return tuple(_ADDED)

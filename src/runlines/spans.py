@@ -77,15 +77,7 @@ class SpanStats:
 
     def add(self, name: str, duration_s: float) -> None:
         """Count one span of *name* that lasted *duration_s* seconds."""
-        totals = self.totals()
-        acc = totals.get(name)
-        if acc is None:
-            totals[name] = [1, duration_s, duration_s]
-            return
-        acc[0] += 1
-        acc[1] += duration_s
-        if duration_s > acc[2]:
-            acc[2] = duration_s
+        _count(self.totals(), name, duration_s)
 
     def summary(self) -> dict[str, dict[str, float | int]]:
         """Return ``{name: {"count", "total_s", "mean_s", "max_s"}}`` in first-seen order."""
@@ -110,28 +102,52 @@ class SpanStats:
         }
 
 
+def _count(totals: dict[str, list[float]], name: str, duration_s: float) -> None:
+    """Add one span to a thread's *totals*: name -> [count, total_s, max_s]."""
+    acc = totals.get(name)
+    if acc is None:
+        totals[name] = [1, duration_s, duration_s]
+        return
+    acc[0] += 1
+    acc[1] += duration_s
+    if duration_s > acc[2]:
+        acc[2] = duration_s
+
+
+def _perf_counter() -> float:
+    """time.perf_counter(), looked up per call: freezegun replaces it while a test runs."""
+    return time.perf_counter()
+
+
 # One thread's open spans (innermost last) and its span totals; a tuple, which C reads fastest.
 _ThreadSpans = tuple[list["_PySpanBase"], dict[str, list[float]]]
+# What a span needs of its tracer, by position (the C spans get the same list, never a name):
+# [thread id -> its spans, make the calling thread's spans, the clock, the emit callback].
+_Core = list[Any]
+_THREADS, _NEW_THREAD, _CLOCK, _EMIT = range(4)
 
 
 class Tracer:
     """Make spans that time a block and emit one record each when it ends."""
 
-    __slots__ = ("_clock", "_emit", "_threads", "stats")
+    __slots__ = ("core", "stats")
 
     def __init__(
         self, emit: Emit, *, stats: SpanStats | None = None, clock: Clock | None = None
     ) -> None:
-        self._emit = emit
-        self._clock = clock  # None: time.perf_counter, looked up per call so tests can freeze it
-        # thread id -> its open spans; a dict on the thread id costs a fifth of threading.local
-        self._threads: dict[int, _ThreadSpans] = {}
         self.stats = SpanStats() if stats is None else stats
+        # thread id -> its open spans; a dict on the thread id costs a fifth of threading.local
+        threads: dict[int, _ThreadSpans] = {}
+        self.core: _Core = [threads, self._thread, clock or _perf_counter, emit]
+
+    def set_emit(self, emit: Emit) -> None:
+        """Send the records of spans that end from now on to *emit*."""
+        self.core[_EMIT] = emit
 
     def _thread(self) -> _ThreadSpans:
         """Return the calling thread's spans, made on its first span."""
         spans: _ThreadSpans = ([], self.stats.totals())
-        self._threads[_thread_id()] = spans
+        self.core[_THREADS][_thread_id()] = spans
         return spans
 
     def span(self, name: str, /, **fields: object) -> Span:
@@ -150,17 +166,17 @@ class Tracer:
                 f"rename it (reserved: {', '.join(sorted(_RESERVED))})"
             )
             raise FieldError(msg)
-        return Span(self, name, fields)
+        return Span(self.core, name, fields)
 
 
 class _PySpanBase:
-    """A span's ``with`` protocol in Python; `_speedups.SpanBase` is the same in C."""
+    """A span's ``with`` protocol in Python; `_speedups.speedups.SpanBase` is the same in C."""
 
-    __slots__ = ("_fields", "_name", "_parent", "_start", "_thread", "_tracer")
+    __slots__ = ("_core", "_fields", "_name", "_parent", "_start", "_thread")
     _thread: _ThreadSpans  # the spans of the thread that entered this one
 
-    def __init__(self, tracer: Tracer, name: str, fields: dict[str, object]) -> None:
-        self._tracer = tracer
+    def __init__(self, core: _Core, name: str, fields: dict[str, object]) -> None:
+        self._core = core
         self._name = name
         self._fields = fields
         self._parent: str | None = None
@@ -173,13 +189,12 @@ class _PySpanBase:
                 f"call span({self._name!r}) again for a nested or concurrent block"
             )
             raise RuntimeError(msg)
-        tracer = self._tracer
-        self._thread = thread = tracer._threads.get(_thread_id()) or tracer._thread()
+        core = self._core
+        self._thread = thread = core[_THREADS].get(_thread_id()) or core[_NEW_THREAD]()
         stack = thread[0]
         self._parent = stack[-1]._name if stack else None
         stack.append(self)
-        clock = tracer._clock
-        self._start = time.perf_counter() if clock is None else clock()
+        self._start = core[_CLOCK]()
         return self
 
     def __exit__(
@@ -188,11 +203,10 @@ class _PySpanBase:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        tracer = self._tracer
-        clock = tracer._clock
-        end = time.perf_counter() if clock is None else clock()
+        core = self._core
+        end = core[_CLOCK]()
         # Not rounded: rounding would cost a sixth of the span (summary() rounds).
-        duration = end - self._start  # type: ignore[operator]
+        duration = end - self._start
         self._start = None
         thread = self._thread
         stack = thread[0]
@@ -201,21 +215,12 @@ class _PySpanBase:
         else:
             _remove(stack, self)
         name = self._name
-        # SpanStats.add() inlined: a call frame is a tenth of a span's cost
-        totals = thread[1]
-        acc = totals.get(name)
-        if acc is None:
-            totals[name] = [1, duration, duration]
-        else:
-            acc[0] += 1
-            acc[1] += duration
-            if duration > acc[2]:
-                acc[2] = duration
+        _count(thread[1], name, duration)
         if exc_type is None:
-            tracer._emit(name, duration, self._parent, "ok", None, self._fields)
+            core[_EMIT](name, duration, self._parent, "ok", None, self._fields)
         else:
             status = "interrupted" if exc_type is KeyboardInterrupt else "failed"
-            tracer._emit(name, duration, self._parent, status, exc_type.__name__, self._fields)
+            core[_EMIT](name, duration, self._parent, status, exc_type.__name__, self._fields)
 
 
 if TYPE_CHECKING:
@@ -237,7 +242,7 @@ class Span(_SpanBase):
         """Decorate *func* so that each call is one span (async functions too)."""
         import inspect  # ~8 ms to import (ast, dis): only decorating a function needs it
 
-        tracer, name, fields = self._tracer, self._name, self._fields
+        core, name, fields = self._core, self._name, self._fields
         if inspect.isgeneratorfunction(func) or inspect.isasyncgenfunction(func):
             msg = (
                 f"span({name!r}) cannot decorate the generator function {func.__qualname__!r}: "
@@ -246,22 +251,22 @@ class Span(_SpanBase):
             )
             raise TypeError(msg)
         if inspect.iscoroutinefunction(func):
-            return cast(_F, _wrap_async(func, tracer, name, fields))
+            return cast(_F, _wrap_async(func, core, name, fields))
 
         @functools.wraps(func)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            with Span(tracer, name, fields):
+            with Span(core, name, fields):
                 return func(*args, **kwargs)
 
         return cast(_F, timed)
 
 
 def _wrap_async(
-    func: Callable[..., Awaitable[Any]], tracer: Tracer, name: str, fields: dict[str, object]
+    func: Callable[..., Awaitable[Any]], core: _Core, name: str, fields: dict[str, object]
 ) -> Callable[..., Awaitable[Any]]:
     @functools.wraps(func)
     async def timed(*args: Any, **kwargs: Any) -> Any:
-        with Span(tracer, name, fields):
+        with Span(core, name, fields):
             return await func(*args, **kwargs)
 
     return timed

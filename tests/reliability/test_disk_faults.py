@@ -22,9 +22,11 @@ from freezegun import freeze_time
 
 import runlines
 from runlines import Run, RunlinesWarning
-from runlines.sinks import CHECK_EVERY
 
 _PAD = "x" * 100
+
+
+MORE = 1024  # records logged after the deletion
 
 
 class Mounts:
@@ -184,9 +186,8 @@ class TestDeletedLog:
     ) -> None:
         """Noticed while the run goes on, not only at its end: a later SIGKILL loses nothing.
 
-        "direct" is log()'s own write to the file descriptor (stdout off, no fsync), which
-        should check once a second; "fsync" goes through FileSink.write, which checks every
-        CHECK_EVERY writes.
+        "direct" is log()'s own write to the file descriptor (stdout off, no fsync); "fsync"
+        goes through FileSink.write. log() checks once a second on both.
         """
         with freeze_time("2026-01-01T00:00:00Z") as frozen:
             run = Run("r", run_dir, stdout=False, fsync=path == "fsync")
@@ -194,12 +195,12 @@ class TestDeletedLog:
                 _log(run, range(10))
                 shutil.rmtree(run_dir)
                 frozen.tick(2.0)
-                _log(run, range(10, 10 + CHECK_EVERY))
+                _log(run, range(10, 10 + MORE))
 
                 assert run.path.exists(), "the deleted log was not noticed while the run went on"
                 records, _ = read_log(run.path)
                 steps = [r["seq"] for r in records if r["event"] == "step"]
-                assert steps == list(range(10 + CHECK_EVERY))
+                assert steps == list(range(10 + MORE))
             finally:
                 run.close()
         assert len(_warnings_of(capsys.readouterr().err)) == 1

@@ -1,4 +1,4 @@
-"""Types of the C fast paths in _speedups.c (see there for what each does)."""
+"""Types of the C fast paths in speedups.c (see there for what each does)."""
 
 from collections.abc import Callable
 from types import TracebackType
@@ -18,7 +18,7 @@ class Writer:
         span_names: dict[str, str],
         plans: dict[tuple[Any, ...], Any],
         texts: dict[str, str],
-        globals: dict[str, Any],
+        clock: Callable[[], float],
         dumps: Callable[..., bytes],
         default: Callable[[Any], Any],
         option: int,
@@ -48,17 +48,17 @@ class Writer:
         /,
     ) -> None: ...
     def set_spans(
-        self, *, span_type: type[SpanBase], tracer: Any, slow: Callable[..., Any]
+        self, *, span_type: type[SpanBase], core: list[Any], slow: Callable[..., Any]
     ) -> None: ...
     def span(self, name: str, /, **fields: Any) -> Any: ...
 
 class SpanBase:
-    _tracer: Any
+    _core: list[Any]
     _name: str
     _fields: dict[str, object]
     _parent: str | None
     _start: float | None
-    def __init__(self, tracer: Any, name: str, fields: dict[str, object]) -> None: ...
+    def __init__(self, core: list[Any], name: str, fields: dict[str, object]) -> None: ...
     def __enter__(self) -> Any: ...
     def __exit__(
         self,

@@ -11,6 +11,9 @@
  * string, NaN, a sampled event, a closed run, a failed sink, a due check of the log file) goes
  * to the Python log(), which decides everything. SpanBase is the same for spans. This file
  * adds no behaviour of its own: it only skips interpreter work on the common calls.
+ *
+ * Every object it uses is handed in as an argument (the clock, the run's dicts, the tracer's
+ * core list); it looks up no Python module global or attribute by name.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,7 +43,7 @@ typedef struct {
     PyObject *plans;     /* the run's dict: (event, *names) -> (mode, types) */
     PyObject *texts;     /* the run's dict: short str value -> its redacted form */
     PyObject *samplers;  /* the run's dict: event -> sampler (replaced whole by the run) */
-    PyObject *globals;   /* runlines.run's globals: _now is looked up per call (freezegun) */
+    PyObject *clock;     /* the clock of `ts`, called per record (run.py's _wall_clock) */
     PyObject *dumps;     /* orjson.dumps */
     PyObject *dumps_args_tail; /* (default, option) */
     PyObject *dumps_kwnames;   /* ("default", "option") */
@@ -50,7 +53,7 @@ typedef struct {
     PyObject *flush;     /* sys.stdout.flush to call first, or None */
     PyTypeObject *span_type;   /* spans.Span, a subclass of SpanBase; NULL until set_spans() */
     PyObject *span_factory_slow; /* Run.span: every span() call the fast path declines */
-    PyObject *tracer, *tracer_threads, *tracer_clock, *tracer_emit;
+    PyObject *core;      /* the tracer's core list: [threads, new_thread, clock, emit] */
     double next_check;   /* log() checks the log file at this time: leave that to Python */
     int enabled;
     /* Calls between the last check that the run is open and the end of their writes. No Python
@@ -61,7 +64,6 @@ typedef struct {
     Entry cache[CACHE_SIZE];
 } Writer;
 
-static PyObject *str_now;
 static PyObject *str_ts;
 static PyObject *str_event;
 static PyObject *str_run;
@@ -183,7 +185,7 @@ learn(Writer *self, PyObject *event, PyObject *kwnames, Entry *slot)
         PyErr_Clear();
         return NULL;
     }
-    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 2) {
+    if (!PyTuple_CheckExact(plan) || PyTuple_GET_SIZE(plan) != 3) { /* (mode, types, nulls) */
         return NULL;
     }
     PyObject *mode_obj = PyTuple_GET_ITEM(plan, 0);
@@ -243,12 +245,7 @@ static PyObject *emit(Writer *self, PyObject *line);
 static PyObject *
 record_head(Writer *self, PyObject *event, Py_ssize_t more, int check_file)
 {
-    PyObject *now = PyDict_GetItemWithError(self->globals, str_now); /* borrowed */
-    if (now == NULL) {
-        PyErr_Clear();
-        return DECLINE;
-    }
-    PyObject *ts = PyObject_CallNoArgs(now); /* _now looked up per call: freezegun patches it */
+    PyObject *ts = PyObject_CallNoArgs(self->clock);
     if (ts == NULL) {
         return NULL; /* the clock failed: Python's log() would raise the same */
     }
@@ -514,13 +511,13 @@ static PyObject *
 writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"slow", "failed", "span_slow", "span_names", "plans", "texts",
-                             "globals", "dumps", "default", "option", "name", "rank", NULL};
-    PyObject *slow, *failed, *span_slow, *span_names, *plans, *texts, *globals, *dumps, *dflt,
+                             "clock", "dumps", "default", "option", "name", "rank", NULL};
+    PyObject *slow, *failed, *span_slow, *span_names, *plans, *texts, *clock, *dumps, *dflt,
         *option, *name, *rank;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!O!OOOUO:Writer", kwlist, &slow,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO!O!O!OOOOUO:Writer", kwlist, &slow,
                                      &failed, &span_slow, &PyDict_Type, &span_names, &PyDict_Type,
-                                     &plans, &PyDict_Type, &texts, &PyDict_Type, &globals, &dumps,
-                                     &dflt, &option, &name, &rank)) {
+                                     &plans, &PyDict_Type, &texts, &clock, &dumps, &dflt, &option,
+                                     &name, &rank)) {
         return NULL;
     }
     Writer *self = (Writer *)type->tp_alloc(type, 0);
@@ -552,7 +549,7 @@ writer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(self);
         return NULL;
     }
-    self->globals = Py_NewRef(globals);
+    self->clock = Py_NewRef(clock);
     self->dumps = Py_NewRef(dumps);
     self->name = Py_NewRef(name);
     self->rank = Py_NewRef(rank);
@@ -573,14 +570,11 @@ writer_traverse(Writer *self, visitproc visit, void *arg)
     Py_VISIT(self->span_names);
     Py_VISIT(self->span_type);
     Py_VISIT(self->span_factory_slow);
-    Py_VISIT(self->tracer);
-    Py_VISIT(self->tracer_threads);
-    Py_VISIT(self->tracer_clock);
-    Py_VISIT(self->tracer_emit);
+    Py_VISIT(self->core);
     Py_VISIT(self->plans);
     Py_VISIT(self->texts);
     Py_VISIT(self->samplers);
-    Py_VISIT(self->globals);
+    Py_VISIT(self->clock);
     Py_VISIT(self->dumps);
     Py_VISIT(self->dumps_args_tail);
     Py_VISIT(self->dumps_kwnames);
@@ -605,14 +599,11 @@ writer_clear(Writer *self)
     Py_CLEAR(self->span_names);
     Py_CLEAR(self->span_type);
     Py_CLEAR(self->span_factory_slow);
-    Py_CLEAR(self->tracer);
-    Py_CLEAR(self->tracer_threads);
-    Py_CLEAR(self->tracer_clock);
-    Py_CLEAR(self->tracer_emit);
+    Py_CLEAR(self->core);
     Py_CLEAR(self->plans);
     Py_CLEAR(self->texts);
     Py_CLEAR(self->samplers);
-    Py_CLEAR(self->globals);
+    Py_CLEAR(self->clock);
     Py_CLEAR(self->dumps);
     Py_CLEAR(self->dumps_args_tail);
     Py_CLEAR(self->dumps_kwnames);
@@ -802,7 +793,7 @@ static PyObject *writer_span(Writer *self, PyObject *const *args, size_t nargsf,
 
 static PyMethodDef writer_methods[] = {
     {"set_spans", (PyCFunction)(void (*)(void))writer_set_spans, METH_VARARGS | METH_KEYWORDS,
-     PyDoc_STR("set_spans(span_type, tracer, slow): make spans of the run's tracer")},
+     PyDoc_STR("set_spans(span_type, core, slow): make spans of the run's tracer")},
     {"span", (PyCFunction)(void (*)(void))writer_span, METH_FASTCALL | METH_KEYWORDS,
      PyDoc_STR("span($self, name, /, **fields)\n--\n\n"
                "Time a block or a function: `with run.span(\"eval\"):` or "
@@ -830,7 +821,7 @@ static PyGetSetDef writer_getset[] = {
 
 static PyTypeObject WriterType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "runlines._speedups.Writer",
+    .tp_name = "runlines._speedups.speedups.Writer",
     .tp_basicsize = sizeof(Writer),
     .tp_dealloc = (destructor)writer_dealloc,
     .tp_vectorcall_offset = offsetof(Writer, vectorcall),
@@ -850,27 +841,18 @@ static PyTypeObject WriterType = {
 
 typedef struct {
     PyObject_HEAD
-    PyObject *tracer;
+    PyObject *core;   /* the tracer's core list, read by position: see spans.py's _Core */
     PyObject *name;
     PyObject *fields;
     PyObject *parent; /* the enclosing span's name, or None */
     PyObject *thread; /* (stack, totals) of the thread that entered, while open */
-    /* The tracer's _threads, _clock and _emit when a Writer made the span, else NULL: looked
-     * up on the tracer at each use. */
-    PyObject *threads;
-    PyObject *clock;
-    PyObject *emit;
     double start;
     int open;
 } SpanBase;
 
-static PyObject *time_module;
-static PyObject *str_perf_counter;
-static PyObject *str__threads;
-static PyObject *str__thread;
-static PyObject *str__clock;
-static PyObject *str__emit;
-static PyObject *str__name;
+enum { CORE_THREADS, CORE_NEW_THREAD, CORE_CLOCK, CORE_EMIT, CORE_SIZE }; /* spans.py's order */
+
+static PyTypeObject SpanBaseType;
 static PyObject *str_ok;
 static PyObject *str_failed;
 static PyObject *str_interrupted;
@@ -880,12 +862,17 @@ static PyObject *int_one;
 static int
 spanbase_init(SpanBase *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"tracer", "name", "fields", NULL};
-    PyObject *tracer, *name, *fields;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:Span", kwlist, &tracer, &name, &fields)) {
+    static char *kwlist[] = {"core", "name", "fields", NULL};
+    PyObject *core, *name, *fields;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO:Span", kwlist, &PyList_Type, &core, &name,
+                                     &fields)) {
         return -1;
     }
-    Py_XSETREF(self->tracer, Py_NewRef(tracer));
+    if (PyList_GET_SIZE(core) != CORE_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "a span's core is [threads, new_thread, clock, emit]");
+        return -1;
+    }
+    Py_XSETREF(self->core, Py_NewRef(core));
     Py_XSETREF(self->name, Py_NewRef(name));
     Py_XSETREF(self->fields, Py_NewRef(fields));
     Py_XSETREF(self->parent, Py_NewRef(Py_None));
@@ -894,31 +881,18 @@ spanbase_init(SpanBase *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
-/* self->tracer's attribute, or the value cached in *cached; a new reference. */
+/* The core's item at index, a new reference (the list's size is checked at init). */
 static PyObject *
-tracer_attr(SpanBase *self, PyObject *cached, PyObject *name)
+core_item(SpanBase *self, Py_ssize_t index)
 {
-    if (cached != NULL) {
-        return Py_NewRef(cached);
-    }
-    return PyObject_GetAttr(self->tracer, name);
+    return Py_NewRef(PyList_GET_ITEM(self->core, index));
 }
 
-/* The tracer's clock, or time.perf_counter looked up now (freezegun replaces it). */
+/* Call the tracer's clock. */
 static int
 span_clock(SpanBase *self, double *now)
 {
-    PyObject *clock = tracer_attr(self, self->clock, str__clock);
-    if (clock == NULL) {
-        return -1;
-    }
-    if (clock == Py_None) {
-        Py_DECREF(clock);
-        clock = PyObject_GetAttr(time_module, str_perf_counter);
-        if (clock == NULL) {
-            return -1;
-        }
-    }
+    PyObject *clock = core_item(self, CORE_CLOCK);
     PyObject *value = PyObject_CallNoArgs(clock);
     Py_DECREF(clock);
     if (value == NULL) {
@@ -939,17 +913,14 @@ spanbase_enter(SpanBase *self, PyObject *Py_UNUSED(ignored))
                      self->name, self->name);
         return NULL;
     }
-    if (self->tracer == NULL) {
+    if (self->core == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Span.__init__() was not called");
         return NULL;
     }
-    PyObject *threads = tracer_attr(self, self->threads, str__threads);
-    if (threads == NULL) {
-        return NULL;
-    }
+    PyObject *threads = core_item(self, CORE_THREADS);
     if (!PyDict_Check(threads)) {
         Py_DECREF(threads);
-        PyErr_SetString(PyExc_TypeError, "the tracer's _threads must be a dict");
+        PyErr_SetString(PyExc_TypeError, "a span core's threads must be a dict");
         return NULL;
     }
     PyObject *ident = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
@@ -967,7 +938,9 @@ spanbase_enter(SpanBase *self, PyObject *Py_UNUSED(ignored))
         return NULL;
     }
     else {
-        thread = PyObject_CallMethodNoArgs(self->tracer, str__thread);
+        PyObject *new_thread = core_item(self, CORE_NEW_THREAD);
+        thread = PyObject_CallNoArgs(new_thread);
+        Py_DECREF(new_thread);
         if (thread == NULL) {
             return NULL;
         }
@@ -981,16 +954,11 @@ spanbase_enter(SpanBase *self, PyObject *Py_UNUSED(ignored))
     PyObject *stack = PyTuple_GET_ITEM(thread, 0); /* borrowed */
     PyObject *parent = Py_None;
     Py_ssize_t depth = PyList_GET_SIZE(stack);
-    if (depth > 0) {
-        parent = PyObject_GetAttr(PyList_GET_ITEM(stack, depth - 1), str__name);
-        if (parent == NULL) {
-            Py_DECREF(thread);
-            return NULL;
-        }
+    PyObject *top = depth > 0 ? PyList_GET_ITEM(stack, depth - 1) : NULL;
+    if (top != NULL && PyObject_TypeCheck(top, &SpanBaseType) && ((SpanBase *)top)->name) {
+        parent = ((SpanBase *)top)->name;
     }
-    else {
-        Py_INCREF(parent);
-    }
+    Py_INCREF(parent);
     if (PyList_Append(stack, (PyObject *)self) < 0) {
         Py_DECREF(parent);
         Py_DECREF(thread);
@@ -1109,10 +1077,7 @@ spanbase_exit(SpanBase *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    emit = tracer_attr(self, self->emit, str__emit);
-    if (emit == NULL) {
-        goto done;
-    }
+    emit = core_item(self, CORE_EMIT);
     PyObject *emit_args[6] = {self->name, duration_obj, self->parent, status, exc_name,
                               self->fields};
     PyObject *emitted = PyObject_Vectorcall(emit, emit_args, 6, NULL);
@@ -1150,9 +1115,9 @@ spanbase_get_object(PyObject *value)
 }
 
 static PyObject *
-spanbase_get_tracer(SpanBase *self, void *Py_UNUSED(closure))
+spanbase_get_core(SpanBase *self, void *Py_UNUSED(closure))
 {
-    return spanbase_get_object(self->tracer);
+    return spanbase_get_object(self->core);
 }
 
 static PyObject *
@@ -1176,28 +1141,22 @@ spanbase_get_parent(SpanBase *self, void *Py_UNUSED(closure))
 static int
 spanbase_traverse(SpanBase *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->tracer);
+    Py_VISIT(self->core);
     Py_VISIT(self->name);
     Py_VISIT(self->fields);
     Py_VISIT(self->parent);
     Py_VISIT(self->thread);
-    Py_VISIT(self->threads);
-    Py_VISIT(self->clock);
-    Py_VISIT(self->emit);
     return 0;
 }
 
 static int
 spanbase_clear(SpanBase *self)
 {
-    Py_CLEAR(self->tracer);
+    Py_CLEAR(self->core);
     Py_CLEAR(self->name);
     Py_CLEAR(self->fields);
     Py_CLEAR(self->parent);
     Py_CLEAR(self->thread);
-    Py_CLEAR(self->threads);
-    Py_CLEAR(self->clock);
-    Py_CLEAR(self->emit);
     return 0;
 }
 
@@ -1216,7 +1175,7 @@ static PyMethodDef spanbase_methods[] = {
 };
 
 static PyGetSetDef spanbase_getset[] = {
-    {"_tracer", (getter)spanbase_get_tracer, NULL, NULL, NULL},
+    {"_core", (getter)spanbase_get_core, NULL, NULL, NULL},
     {"_name", (getter)spanbase_get_name, NULL, NULL, NULL},
     {"_fields", (getter)spanbase_get_fields, NULL, NULL, NULL},
     {"_parent", (getter)spanbase_get_parent, NULL, NULL, NULL},
@@ -1226,7 +1185,7 @@ static PyGetSetDef spanbase_getset[] = {
 
 static PyTypeObject SpanBaseType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "runlines._speedups.SpanBase",
+    .tp_name = "runlines._speedups.speedups.SpanBase",
     .tp_basicsize = sizeof(SpanBase),
     .tp_dealloc = (destructor)spanbase_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
@@ -1244,30 +1203,23 @@ static PyTypeObject SpanBaseType = {
 static PyObject *
 writer_set_spans(Writer *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"span_type", "tracer", "slow", NULL};
-    PyObject *span_type, *tracer, *slow;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO:set_spans", kwlist, &PyType_Type,
-                                     &span_type, &tracer, &slow)) {
+    static char *kwlist[] = {"span_type", "core", "slow", NULL};
+    PyObject *span_type, *core, *slow;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O:set_spans", kwlist, &PyType_Type,
+                                     &span_type, &PyList_Type, &core, &slow)) {
+        return NULL;
+    }
+    if (PyList_GET_SIZE(core) != CORE_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "a span's core is [threads, new_thread, clock, emit]");
         return NULL;
     }
     if (!PyType_IsSubtype((PyTypeObject *)span_type, &SpanBaseType)) {
         PyErr_SetString(PyExc_TypeError, "span_type must be a subclass of SpanBase");
         return NULL;
     }
-    PyObject *threads = PyObject_GetAttr(tracer, str__threads);
-    PyObject *clock = threads ? PyObject_GetAttr(tracer, str__clock) : NULL;
-    PyObject *emit = clock ? PyObject_GetAttr(tracer, str__emit) : NULL;
-    if (emit == NULL) {
-        Py_XDECREF(threads);
-        Py_XDECREF(clock);
-        return NULL;
-    }
     Py_XSETREF(self->span_type, (PyTypeObject *)Py_NewRef(span_type));
-    Py_XSETREF(self->tracer, Py_NewRef(tracer));
+    Py_XSETREF(self->core, Py_NewRef(core));
     Py_XSETREF(self->span_factory_slow, Py_NewRef(slow));
-    Py_XSETREF(self->tracer_threads, threads);
-    Py_XSETREF(self->tracer_clock, clock);
-    Py_XSETREF(self->tracer_emit, emit);
     Py_RETURN_NONE;
 }
 
@@ -1287,13 +1239,10 @@ writer_span(Writer *self, PyObject *const *args, size_t nargsf, PyObject *kwname
     if (span == NULL) {
         return NULL;
     }
-    span->tracer = Py_NewRef(self->tracer);
+    span->core = Py_NewRef(self->core);
     span->name = Py_NewRef(args[0]);
-    span->fields = PyDict_New(); /* its own, as Span(tracer, name, {}) would have */
+    span->fields = PyDict_New(); /* its own, as Span(core, name, {}) would have */
     span->parent = Py_NewRef(Py_None);
-    span->threads = Py_NewRef(self->tracer_threads);
-    span->clock = Py_NewRef(self->tracer_clock);
-    span->emit = Py_NewRef(self->tracer_emit);
     if (span->fields == NULL) {
         Py_DECREF(span);
         return NULL;
@@ -1303,15 +1252,14 @@ writer_span(Writer *self, PyObject *const *args, size_t nargsf, PyObject *kwname
 
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "runlines._speedups",
+    .m_name = "runlines._speedups.speedups",
     .m_doc = "The fast path of Run.log for records of plain numbers (see run.py).",
     .m_size = -1,
 };
 
 PyMODINIT_FUNC
-PyInit__speedups(void)
+PyInit_speedups(void)
 {
-    str_now = PyUnicode_InternFromString("_now");
     str_ndim = PyUnicode_InternFromString("ndim");
     str_item = PyUnicode_InternFromString("item");
     str_ts = PyUnicode_InternFromString("ts");
@@ -1324,27 +1272,19 @@ PyInit__speedups(void)
     str_parent = PyUnicode_InternFromString("parent");
     str_status = PyUnicode_InternFromString("status");
     str_exc_type = PyUnicode_InternFromString("exc_type");
-    if (!str_now || !str_ndim || !str_item || !str_ts || !str_event || !str_run || !str_rank ||
+    if (!str_ndim || !str_item || !str_ts || !str_event || !str_run || !str_rank ||
         !str_span || !str_name || !str_duration_s || !str_parent || !str_status || !str_exc_type) {
         return NULL;
     }
     if (PyType_Ready(&WriterType) < 0 || PyType_Ready(&SpanBaseType) < 0) {
         return NULL;
     }
-    time_module = PyImport_ImportModule("time");
-    str_perf_counter = PyUnicode_InternFromString("perf_counter");
-    str__threads = PyUnicode_InternFromString("_threads");
-    str__thread = PyUnicode_InternFromString("_thread");
-    str__clock = PyUnicode_InternFromString("_clock");
-    str__emit = PyUnicode_InternFromString("_emit");
-    str__name = PyUnicode_InternFromString("_name");
     str_ok = PyUnicode_InternFromString("ok");
     str_failed = PyUnicode_InternFromString("failed");
     str_interrupted = PyUnicode_InternFromString("interrupted");
     str___name__ = PyUnicode_InternFromString("__name__");
     int_one = PyLong_FromLong(1);
-    if (!time_module || !str_perf_counter || !str__threads || !str__thread || !str__clock ||
-        !str__emit || !str__name || !str_ok || !str_failed ||
+    if (!str_ok || !str_failed ||
         !str_interrupted || !str___name__ || !int_one) {
         return NULL;
     }
