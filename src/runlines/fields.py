@@ -647,9 +647,9 @@ from runlines.fields import load_vocabulary
 with tempfile.TemporaryDirectory() as tmp:
     path = Path(tmp) / "runlines.toml"
     path.write_text(
-        '[fields]\\n'
+        "[fields]\\n"
         'tokens_seen = {{ type = "integer", description = "tokens consumed so far" }}\\n'
-        '[aliases]\\n'
+        "[aliases]\\n"
         'tok = "tokens_seen"\\n',
         encoding="utf-8",
     )
