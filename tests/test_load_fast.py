@@ -67,7 +67,7 @@ def parse(lines: list[bytes]) -> tuple[list[dict[str, Any] | None], list[str]] |
             if value is not None:
                 rows[row][name] = value  # type: ignore[index]
         for row in np.frombuffer(nulls, dtype=np.int64).tolist():
-            rows[row][name] = None  # type: ignore[index]
+            rows[row][name] = None
     for row in np.frombuffer(refused, dtype=np.int64).tolist():
         assert rows[row] == {}
         rows[row] = None
@@ -331,7 +331,7 @@ class TestSameFrame:
         """2**63 has 19 digits: pyarrow reads it as a float, and Python must read it again."""
         run_dir.mkdir()
         path = run_dir / "r.jsonl"
-        records = [{"big": 2**63}, {"big": 5}, {"big": 2**64 - 1, "c": {}}]
+        records: list[dict[str, Any]] = [{"big": 2**63}, {"big": 5}, {"big": 2**64 - 1, "c": {}}]
         _write_log(path, ["train"], records, 0)
         fast, slow, _ = both_frames(path)
         pd.testing.assert_frame_equal(fast, slow)

@@ -162,7 +162,7 @@ SEED_ITEM = "seed helper, loss.item() of a 0-d torch tensor"
 def measure(events: int, reps: int) -> dict[str, list[float]]:
     """Return us/event per contender and repetition, interleaving contenders."""
     tmp = Path(tempfile.mkdtemp(prefix="runlines-bench-"))
-    makers = {
+    makers: dict[str, Callable[[], tuple[Callable[[int], None], Callable[[], None]]]] = {
         "runlines Run.log": lambda: runlines_log(tmp / "runs"),
         "runlines Run.log, pure Python (no C extension)": lambda: runlines_pure(tmp / "pure"),
         "seed helper (json.dumps + 2 writes + 2 flushes)": lambda: seed_helper(tmp / "seed.jsonl"),
