@@ -1,10 +1,25 @@
-"""Build the optional C fast paths (Run.log, load); without a C compiler they stay Python."""
+"""Build the optional C fast paths (Run.log and spans, load); without them runlines is pure Python.
+
+A missing compiler is no error (`optional=True`): the pure-Python paths run, with the same
+results, and `runlines --version` says the fast path is off and why.
+- `_speedups` is built on POSIX only: it writes with POSIX write(2) (see src/runlines/_native.py).
+- Neither is built for a free-threaded Python: the C code relies on the GIL, and importing a
+  module that does not declare otherwise would turn the GIL back on for the whole process.
+"""
+
+import os
+import sysconfig
 
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=[
-        Extension("runlines._speedups", ["src/runlines/_speedups.c"], optional=True),
-        Extension("runlines._readfast", ["src/runlines/_readfast.c"], optional=True),
-    ]
-)
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+extensions = []
+if not FREE_THREADED:
+    if os.name == "posix":
+        extensions.append(
+            Extension("runlines._speedups", ["src/runlines/_speedups.c"], optional=True)
+        )
+    extensions.append(Extension("runlines._readfast", ["src/runlines/_readfast.c"], optional=True))
+
+setup(ext_modules=extensions)

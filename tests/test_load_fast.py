@@ -27,9 +27,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import runlines.reading as reading
-from runlines import RunlinesWarning, _native, _readfast  # the build must have made it
+from _extensions import import_extension
+from runlines import RunlinesWarning, _native
 from runlines.encoding import encode_line
 from runlines.errors import RunlinesError
+
+_readfast = import_extension("_readfast")
 
 
 def both_frames(*args: Any, **kwargs: Any) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:

@@ -21,6 +21,12 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* Single-phase init, no Py_mod_gil slot: this module needs the GIL, and setup.py does not build
+ * it for free-threaded Python. */
+#ifdef Py_GIL_DISABLED
+#error "runlines._readfast relies on the GIL: pyarrow reads load()'s lines on free-threaded Python"
+#endif
+
 #include <locale.h>
 #include <math.h>
 #include <stdint.h>

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from runlines import reading
+from runlines import _native, reading
 from runlines._cli_scale import add_commands as add_scale_commands
 from runlines._version import __version__
 from runlines.encoding import format_console
@@ -77,7 +77,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Look at runlines logs: list runs, show one, follow it, compare and plot.",
         epilog="A RUN is a log file, or a run name looked up in the current folder (NAME.jsonl).",
     )
-    parser.add_argument("--version", action="version", version=f"runlines {__version__}")
+    version = f"runlines {__version__}, {_native.describe()}"
+    parser.add_argument("--version", action="version", version=version)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     _add_ls(commands)
     _add_show(commands)
