@@ -35,6 +35,7 @@ __all__ = [
     "AGGREGATIONS",
     "LOG_SUFFIX",
     "ArtifactMatch",
+    "Errors",
     "LogFile",
     "LogFollower",
     "RunDetails",

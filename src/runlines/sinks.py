@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final, Protocol, TextIO
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["FileSink", "Sink", "StdoutSink", "warn_stderr"]
+__all__ = ["CHECK_EVERY", "FileSink", "Sink", "StdoutSink", "warn_stderr"]
 
 
 class Sink(Protocol):

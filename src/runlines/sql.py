@@ -64,7 +64,7 @@ _MAX_STRUCT_FIELDS: Final = 200  # wider objects stay JSON, as DuckDB's own map 
 _INSTALL: Final = "pip install 'runlines[duckdb]'"
 
 # A field's kind: a JSON scalar kind, ("object", {name: kind}) or ("array", kind).
-Kind: TypeAlias = str | tuple[str, Any]
+_Kind: TypeAlias = str | tuple[str, Any]
 _STRUCTURE_KINDS: Final = {
     "NULL": "null",
     "BOOLEAN": "bool",
@@ -175,7 +175,7 @@ def _json_value(text: str | None) -> Any:
 # --- kinds and column types ------------------------------------------------------------------
 
 
-def _kind(structure: Any, *, in_array: bool = False) -> Kind:
+def _kind(structure: Any, *, in_array: bool = False) -> _Kind:
     """Return the kind of a value from DuckDB's ``json_structure`` of one record.
 
     ``json_structure`` says "JSON" for an empty object, and for items of mixed kinds in an
@@ -191,7 +191,7 @@ def _kind(structure: Any, *, in_array: bool = False) -> Kind:
     return _STRUCTURE_KINDS.get(structure, "json")
 
 
-def _merge(a: Kind, b: Kind) -> Kind:
+def _merge(a: _Kind, b: _Kind) -> _Kind:
     """Return the kind that holds values of both *a* and *b* (JSON when nothing narrower does)."""
     if a == "null" or a == b:
         return b
@@ -209,20 +209,20 @@ def _merge(a: Kind, b: Kind) -> Kind:
     return "json"
 
 
-def _sql_type(kind: Kind) -> str:
+def _sql_type(kind: _Kind) -> str:
     """Return the DuckDB type for values of *kind*."""
     if isinstance(kind, str):
         return _SQL_TYPES[kind]
     if kind[0] == "array":
         return f"{_sql_type(kind[1])}[]"
-    fields: dict[str, Kind] = kind[1]
+    fields: dict[str, _Kind] = kind[1]
     if not _fits_struct(fields):
         return "JSON"
     inner = ", ".join(f"{_ident(name)} {_sql_type(value)}" for name, value in fields.items())
     return f"STRUCT({inner})"
 
 
-def _fits_struct(fields: dict[str, Kind]) -> bool:
+def _fits_struct(fields: dict[str, _Kind]) -> bool:
     names = [name.lower() for name in fields]
     return (
         0 < len(names) <= _MAX_STRUCT_FIELDS and "" not in names and len(set(names)) == len(names)
@@ -233,7 +233,7 @@ def _fits_struct(fields: dict[str, Kind]) -> bool:
 class _Schema:
     """The fields of the records read: their kinds, in output order, and the non-finite ones."""
 
-    kinds: dict[str, Kind]
+    kinds: dict[str, _Kind]
     nonfinite: frozenset[str]  # top-level fields that some record lists in `_nonfinite`
     events: frozenset[str]
     nested_as_json: bool  # objects and arrays as JSON text (exact) rather than STRUCT and LIST
@@ -263,7 +263,7 @@ def _schema(
     scans: Sequence[_Scan], events: Sequence[str] | None, *, nested_as_json: bool
 ) -> _Schema:
     """Merge the shapes of *scans* (of *events* only, when given) into one schema."""
-    kinds: dict[str, Kind] = {}
+    kinds: dict[str, _Kind] = {}
     counts: dict[str, int] = {}
     seen_events: set[str] = set()
     ordered = sorted(
@@ -315,7 +315,7 @@ def _present(shapes: list[set[str]], names: list[str]) -> tuple[str, ...]:
     return tuple(chosen) or tuple(names[:1])
 
 
-def _usable_names(kinds: dict[str, Kind], counts: dict[str, int]) -> list[str]:
+def _usable_names(kinds: dict[str, _Kind], counts: dict[str, int]) -> list[str]:
     """Return the names DuckDB can hold as columns, warning about the others.
 
     DuckDB's column names ignore case: of names that differ only in case, the commonest stays.
