@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import freezegun
@@ -27,6 +28,21 @@ freezegun.configure(
         "matplotlib",
     ]
 )
+
+
+def pytest_configure() -> None:
+    """Start from the default signal dispositions, whatever this process inherited.
+
+    A suite started with `nohup`, `&` or `trap '' INT TERM` inherits ignored signals, and so would
+    the jobs the tests start: runlines rightly leaves an ignored signal ignored, so the signal
+    tests would see a job that never ends. Tests of that case ignore the signal themselves.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for name in ("SIGTERM", "SIGUSR1", "SIGUSR2"):  # SIGUSR1/2 do not exist on Windows
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) is signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
 
 
 @pytest.fixture(name="run_dir")

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -36,7 +36,7 @@ class TestMain:
     def test_version_prints_the_package_version(self, capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["--version"]) == 0
 
-        assert capsys.readouterr().out == f"runlines {__version__}\n"
+        assert capsys.readouterr().out.startswith(f"runlines {__version__}, C fast path: ")
 
     def test_no_command_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
         assert main([]) == 2
@@ -54,7 +54,7 @@ class TestMain:
         )
 
         assert done.returncode == 0
-        assert done.stdout == f"runlines {__version__}\n"
+        assert done.stdout.startswith(f"runlines {__version__}, C fast path: ")
 
 
 class TestLs:
@@ -79,7 +79,7 @@ class TestLs:
             "STEP",
             "METRIC",
         ]
-        started = _when(datetime(2026, 5, 1, 12, tzinfo=timezone.utc).timestamp())
+        started = _when(datetime(2026, 5, 1, 12, tzinfo=UTC).timestamp())
         assert row.split() == [
             *("base", "ok", "1", *started.split(), "3m00s", "3", "train_step.loss=0.333333")
         ]
@@ -114,7 +114,7 @@ class TestLs:
             line("train_step", run="held", step=1),
         )
 
-        with FileLock(f"{log}.lock"), freeze_time(datetime.fromtimestamp(T0 + 10, timezone.utc)):
+        with FileLock(f"{log}.lock"), freeze_time(datetime.fromtimestamp(T0 + 10, UTC)):
             assert main(["ls", str(run_dir)]) == 0
 
         assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["held", "running"]
@@ -124,7 +124,7 @@ class TestLs:
     ) -> None:
         log = write(run_dir / "quiet.jsonl", line("run_start", run="quiet", attempt=1))
 
-        with FileLock(f"{log}.lock"), freeze_time(datetime.fromtimestamp(T0 + 61, timezone.utc)):
+        with FileLock(f"{log}.lock"), freeze_time(datetime.fromtimestamp(T0 + 61, UTC)):
             assert main(["ls", str(run_dir)]) == 0
 
         assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["quiet", "stalled"]

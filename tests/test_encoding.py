@@ -8,7 +8,7 @@ import json
 import math
 import shutil
 import subprocess
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -144,7 +144,7 @@ def test_large_array_error_reaches_the_caller_of_log(run_dir: Path) -> None:
 
 def test_standard_python_values_encode_naturally() -> None:
     record = {
-        "when": datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc),
+        "when": datetime(2026, 5, 1, 12, 0, tzinfo=UTC),
         "day": date(2026, 5, 1),
         "path": PurePosixPath("/ckpt/model.pt"),
         "color": Color.RED,

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from freezegun import freeze_time
@@ -39,9 +40,7 @@ def events(path: Path, name: str) -> list[dict[str, object]]:
     return [r for r in read(path) if r["event"] == name]
 
 
-def run_child(
-    code: str, *, env: dict[str, str] | None = None, **kw: object
-) -> subprocess.Popen[str]:
+def run_child(code: str, *, env: dict[str, str] | None = None, **kw: Any) -> subprocess.Popen[str]:
     """Start a Python child running *code* with runlines importable."""
     full_env = {**os.environ, **(env or {})}
     return subprocess.Popen(
@@ -50,7 +49,7 @@ def run_child(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        **kw,  # type: ignore[call-overload]
+        **kw,
     )
 
 

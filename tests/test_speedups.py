@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import runlines.run
+from _extensions import import_extension
 from runlines import FieldError, Run, RunStateError
-from runlines._speedups.speedups import SpanBase, Writer  # the build must have made the extension
 from runlines.spans import Span
+
+_speedups = import_extension("_speedups.speedups")
+SpanBase, Writer = _speedups.SpanBase, _speedups.Writer
 
 # RUNLINES_NO_SPEEDUPS=1 switches the C paths off on purpose: then there is nothing here to test.
 pytestmark = pytest.mark.skipif(
@@ -366,7 +369,7 @@ class TestDeclined:
             run.log("step", seq=2)  # the once-a-second check re-creates the file
         got = records(run.path, "step")
         assert [r["seq"] for r in got] == [0, 1, 2]
-        start = datetime(2026, 11, 30, tzinfo=timezone.utc).timestamp()
+        start = datetime(2026, 11, 30, tzinfo=UTC).timestamp()
         assert (got[1]["ts"], got[2]["ts"]) == (start, start + 2.0)
 
 

@@ -1,4 +1,8 @@
-"""runlines: structured JSON Lines logging for machine-learning training runs."""
+"""runlines: structured JSON Lines logging for machine-learning training runs.
+
+The public surface: `Run`, the `Redactor` and the `Vocabulary` of `Field` names it applies, the
+readers (`load`, `iter_events`, `compare`, `query`, `export`) and the errors.
+"""
 
 from __future__ import annotations
 
@@ -17,24 +21,29 @@ from runlines.errors import (
     RunLockedError,
     RunStateError,
 )
+from runlines.redaction import Redactor
 from runlines.run import Run
 
 if typing.TYPE_CHECKING:
+    from runlines.fields import Field, Vocabulary
     from runlines.reading import compare, diff, iter_events, load, runs
     from runlines.serve import serve
     from runlines.sql import export, query
 
 __all__ = [
+    "Field",
     "FieldDriftWarning",
     "FieldError",
     "NonfiniteWarning",
     "QueryError",
     "ReadError",
+    "Redactor",
     "Run",
     "RunLockedError",
     "RunStateError",
     "RunlinesError",
     "RunlinesWarning",
+    "Vocabulary",
     "__version__",
     "compare",
     "diff",
@@ -46,8 +55,10 @@ __all__ = [
     "serve",
 ]
 
-# The read side is imported on first use: a training process that only writes never pays for it.
+# Imported on first use: a training process that only writes never pays for the read side,
+# nor for the vocabulary before its first Run opens.
 _LAZY = {
+    **dict.fromkeys(("Field", "Vocabulary"), "runlines.fields"),
     **dict.fromkeys(("compare", "diff", "iter_events", "load", "runs"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
     "serve": "runlines.serve",

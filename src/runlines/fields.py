@@ -6,14 +6,13 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import sys
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from runlines.errors import FieldError
 
@@ -405,16 +404,9 @@ class Vocabulary:
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
+    import tomllib  # only when a vocabulary file is read: `import runlines` stays light
 
-        return tomllib.loads(text)
-    try:
-        tomli = importlib.import_module("tomli")
-    except ImportError as err:  # pragma: no cover - Python 3.10 only
-        msg = "reading a vocabulary file on Python 3.10 needs tomli: pip install tomli"
-        raise ImportError(msg) from err
-    return cast("dict[str, Any]", tomli.loads(text))  # pragma: no cover - Python 3.10 only
+    return tomllib.loads(text)
 
 
 def _read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -713,9 +705,9 @@ from runlines.fields import load_vocabulary
 with tempfile.TemporaryDirectory() as tmp:
     path = Path(tmp) / "runlines.toml"
     path.write_text(
-        '[fields]\\n'
+        "[fields]\\n"
         'tokens_seen = {{ type = "integer", description = "tokens consumed so far" }}\\n'
-        '[aliases]\\n'
+        "[aliases]\\n"
         'tok = "tokens_seen"\\n',
         encoding="utf-8",
     )

@@ -27,7 +27,7 @@ __all__ = [
 Clock = Callable[[], float]
 """Monotonic seconds; the default is ``time.monotonic``."""
 
-N: Final = "n"  # how many calls a written record stands for
+_N: Final = "n"  # how many calls a written record stands for
 _SUFFIXES: Final = ("_min", "_max", "_last", "_nan")  # what aggregation adds to a field name
 
 _Fields = dict[str, object]
@@ -105,9 +105,9 @@ def _check_per_second(per_second: object) -> None:
 
 
 def _check_free(fields: _Fields) -> None:
-    if N in fields:
+    if _N in fields:
         msg = (
-            f"field {N!r} is reserved in a sampled event: runlines writes there how many "
+            f"field {_N!r} is reserved in a sampled event: runlines writes there how many "
             "calls the record stands for; rename the field"
         )
         raise FieldError(msg)
@@ -133,7 +133,7 @@ class EveryNthSampler:
             self._last_dropped = fields  # a reference only: no copy, no conversion
             return None
         _check_free(fields)
-        fields[N] = self._every if i else 1
+        fields[_N] = self._every if i else 1
         return fields
 
     def written(self, fields: _Fields) -> None:
@@ -154,7 +154,7 @@ class EveryNthSampler:
         # count is exact either way.
         if not trailing or last is None:
             return []
-        last[N] = trailing
+        last[_N] = trailing
         return [last]
 
     def after_fork(self) -> None:
@@ -208,7 +208,7 @@ class PerSecondSampler:
             n = i - self._last_kept
             self._last_kept = i
             self._next_s = now + self._interval_s
-        fields[N] = n
+        fields[_N] = n
         return fields
 
     def written(self, fields: _Fields) -> None:
@@ -227,7 +227,7 @@ class PerSecondSampler:
             self._lock.release()
         if not trailing or last is None:
             return []
-        last[N] = trailing
+        last[_N] = trailing
         return [last]
 
     def after_fork(self) -> None:
@@ -338,7 +338,7 @@ class _Window:
         out: _Fields = {}
         for name, stat in self.stats.items():
             stat.write(name, out)
-        out[N] = self.offers
+        out[_N] = self.offers
         return out
 
 

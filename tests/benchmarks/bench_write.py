@@ -169,7 +169,7 @@ NULLSPACE = "runlines Run.log, pure Python, a run named 'nullspace'"
 def measure(events: int, reps: int) -> dict[str, list[float]]:
     """Return us/event per contender and repetition, interleaving contenders."""
     tmp = Path(tempfile.mkdtemp(prefix="runlines-bench-"))
-    makers = {
+    makers: dict[str, Callable[[], tuple[Callable[[int], None], Callable[[], None]]]] = {
         "runlines Run.log": lambda: runlines_log(tmp / "runs"),
         PURE: lambda: runlines_pure(tmp / "pure"),
         NULLSPACE: lambda: runlines_pure(tmp / "nullspace", "nullspace"),

@@ -71,7 +71,7 @@ def run_one(command: list[str], timeout_s: float) -> tuple[str, str | None, floa
 
 def print_header(quick: bool, python: str, bench_python: str) -> None:
     """Say when, where and how the tables below were measured."""
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     print("# runlines benchmarks")
     print()
     print(f"- date: {now}; sizes: {'quick (--quick)' if quick else 'full (default sizes)'}")

@@ -20,7 +20,7 @@ import tempfile
 import warnings
 import weakref
 from collections.abc import Iterator, Mapping
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -308,7 +308,7 @@ class Point:
 
 
 def test_documented_conversions_come_back_as_documented(run_dir: Path) -> None:
-    when = datetime(2026, 5, 1, 12, 0, tzinfo=timezone.utc)
+    when = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
     with Run("r", run_dir, stdout=False, redact=False) as run:
         run.log(
             "v",

@@ -104,8 +104,7 @@ def test_no_secret_reaches_any_sink_from_any_path(
             raise KeyError(sentence("jwt"))
         except KeyError as cause:
             error = RuntimeError(sentence("github_token"))
-            if sys.version_info >= (3, 11):
-                error.add_note(sentence("pem_private_key"))
+            error.add_note(sentence("pem_private_key"))
             raise error from cause
 
     captured = capsys.readouterr()

@@ -18,6 +18,15 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* Single-phase init, no Py_mod_gil slot: this module needs the GIL. setup.py does not build it
+ * for free-threaded Python, nor on Windows (it writes with POSIX write(2)). */
+#ifdef Py_GIL_DISABLED
+#error "runlines._speedups relies on the GIL: the pure-Python path runs on free-threaded Python"
+#endif
+#ifdef _WIN32
+#error "runlines._speedups writes with POSIX write(2): the pure-Python path runs on Windows"
+#endif
+
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>

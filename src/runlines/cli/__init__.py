@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from runlines import reading
+from runlines import _native, reading
 from runlines._version import __version__
 from runlines.cli import _summaries
 from runlines.encoding import format_console
@@ -95,7 +95,8 @@ def _parser() -> argparse.ArgumentParser:
             "then in runs/."
         ),
     )
-    parser.add_argument("--version", action="version", version=f"runlines {__version__}")
+    version = f"runlines {__version__}, {_native.describe()}"
+    parser.add_argument("--version", action="version", version=version)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     _add_ls(commands)
     _add_show(commands)

@@ -234,7 +234,7 @@ class RunSummary:
         started = None
         if self.started is not None:
             try:
-                started = _dt.datetime.fromtimestamp(self.started, _dt.timezone.utc)
+                started = _dt.datetime.fromtimestamp(self.started, _dt.UTC)
             except (OverflowError, OSError, ValueError):  # a ts no calendar holds
                 started = None
         row: dict[str, Any] = {
