@@ -521,18 +521,20 @@ async function showDiff(a, b) {
     view.replaceChildren(el("div", {class: "empty"}, String(err.message))); return;
   }
   setCrumbs(["diff", `${a} ↔ ${b}`]);
+  // d is runlines.diff's JSON form, as `runlines diff --json` prints it
   const config = [
-    ...Object.entries(d.config.removed).map(([k, v]) => [el("span", {class: "removed"}, "− " + k), fmt(v), ""]),
-    ...Object.entries(d.config.added).map(([k, v]) => [el("span", {class: "added"}, "+ " + k), "", fmt(v)]),
-    ...d.config.changed.map((c) => [el("span", {class: "changed"}, "~ " + c.key), fmt(c.a), fmt(c.b)]),
+    ...Object.entries(d.removed).map(([k, v]) => [el("span", {class: "removed"}, "− " + k), fmt(v), ""]),
+    ...Object.entries(d.added).map(([k, v]) => [el("span", {class: "added"}, "+ " + k), "", fmt(v)]),
+    ...Object.entries(d.changed).map(([k, [x, y]]) => [el("span", {class: "changed"}, "~ " + k), fmt(x), fmt(y)]),
   ];
+  const environment = Object.entries(d.environment).map(([k, [x, y]]) => [k, fmt(x), fmt(y)]);
   const metrics = d.metrics.map((m) => [m.event + "." + m.field,
-    m.step === null ? el("span", {class: "added"}, `agree up to step ${fmt(m.last_shared_step)}`) : el("span", {class: "changed"}, `differ from step ${fmt(m.step)}`),
-    m.step === null ? "" : fmt(m.a), m.step === null ? "" : fmt(m.b)]);
+    m.agrees ? el("span", {class: "added"}, `agree up to step ${fmt(m.last_shared_step)}`) : el("span", {class: "changed"}, `differ from step ${fmt(m.step)}`),
+    m.agrees ? "" : fmt(m.a), m.agrees ? "" : fmt(m.b)]);
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, `${a} ↔ ${b}`)),
     el("div", {class: "panel"}, el("h2", {}, "Config"), config.length ? grid(["key", a, b], config) : el("p", {class: "muted"}, "same config")),
-    el("div", {class: "panel"}, el("h2", {}, "Environment"), d.environment.length ? grid(["key", a, b], d.environment.map((e) => [e.key, fmt(e.a), fmt(e.b)])) : el("p", {class: "muted"}, "same environment, as far as both recorded it")),
+    el("div", {class: "panel"}, el("h2", {}, "Environment"), environment.length ? grid(["key", a, b], environment) : el("p", {class: "muted"}, "same environment, as far as both recorded it")),
     el("div", {class: "panel"}, el("h2", {}, "Metrics"), metrics.length ? grid(["metric", "", a, b], metrics) : el("p", {class: "muted"}, "no (event, field) logged by both at the same steps")));
 }
 
