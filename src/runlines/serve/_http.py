@@ -268,6 +268,12 @@ def _runs(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     return [jsonable(run.row(now)) for run in store.runs.values()]
 
 
+def _progress(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    runs = {label: run.progress() for label, run in store.runs.items()}
+    behind = sum(p["bytes_behind"] for p in runs.values())
+    return {"bytes_behind": behind, "runs": runs}
+
+
 def _series(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     run = _run(store, query)
     rank = int(_float(query, "rank", 0))
@@ -295,6 +301,7 @@ def _detail(store: RunStore, query: Mapping[str, str], now: float) -> Any:
             "run": run.label,
             "path": str(run.path),
             "row": run.row(now),
+            "progress": run.progress(),
             "config": run.config,
             "environment": run.environment,
             "attempts": [_attempt(a) for a in run.attempts],
@@ -341,6 +348,7 @@ def _artifact_entry(run: RunState, record: Mapping[str, Any]) -> dict[str, Any]:
 
 _API: Final[dict[str, Callable[[RunStore, Mapping[str, str], float], Any]]] = {
     "/api/runs": _runs,
+    "/api/progress": _progress,
     "/api/series": _series,
     "/api/run": _detail,
 }
