@@ -65,7 +65,7 @@ class RunDiff:
         out["environment"] = {k: list(v) for k, v in self.environment.items()}
         for metric, item in zip(self.metrics, out["metrics"], strict=True):
             item["agrees"] = metric.agrees
-        return _jsonable(out)
+        return {key: _jsonable(value) for key, value in out.items()}
 
 
 def diff(
