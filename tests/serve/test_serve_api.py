@@ -12,6 +12,7 @@ from _serve_helpers import Client, png_bytes
 from _logs import T0, line, train, write
 from runlines import Run
 from runlines.cli import main
+from runlines.errors import NonfiniteWarning
 from runlines.serve import Server
 
 
@@ -422,3 +423,15 @@ def test_the_cli_imports_the_http_server_only_for_serve() -> None:
     )
 
     assert out.stdout.split() == ["False"]
+
+
+def test_the_librarys_own_warning_and_nonfinite_records_are_no_charts(
+    serve_dir: Path, client: Client
+) -> None:
+    with pytest.warns(NonfiniteWarning), Run("r", serve_dir, stdout=False) as run:
+        run.log("train_step", step=1, loss=1.0)
+        run.log("train_step", step=2, loss=float("nan"))
+
+    answer = client.json("/api/series?run=r")
+
+    assert {(s["event"], s["field"]) for s in answer["series"]} == {("train_step", "loss")}
