@@ -164,7 +164,9 @@ class Handler(BaseHTTPRequestHandler):
             # what a poll brings is small; a long history is read by the catch-up thread
             # the run table looks for new logs each time; the reader thread once a second
             run = query.get("run")
-            store.refresh(run, force=run is None, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            store.refresh(
+                run, force=path == "/api/runs", max_bytes=REQUEST_READ_BYTES, skip_behind=True
+            )
             value = api(store, query, self.server.clock())
         return dumps(value), "application/json", {"Cache-Control": "no-store"}
 
@@ -198,7 +200,8 @@ class Handler(BaseHTTPRequestHandler):
 
         store = self.server.store
         with store.serving():
-            store.refresh(force=True, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            for label in filter(None, (query.get("a"), query.get("b"))):
+                store.refresh(label, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             a, b = _run(store, query, "a"), _run(store, query, "b")
         rtol, atol = _float(query, "rtol", DIFF_RTOL), _float(query, "atol", DIFF_ATOL)
         try:
