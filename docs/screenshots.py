@@ -15,18 +15,25 @@ import shutil
 import struct
 import sys
 import tempfile
+import time
 import zlib
+from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent / "src"))
 
+from freezegun import freeze_time  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 from runlines import Run  # noqa: E402
 from runlines.serve import Server  # noqa: E402
 
 STEPS = 3000
+STEP_S = 0.2  # the sweep's pace: each step takes this long, each eval loop EVAL_S
+EVAL_S = 2.0
+WRITTEN_S = 2300  # about how long the whole sweep takes at that pace
 
 
 def _png(width: int, height: int, seed: int) -> bytes:
@@ -51,9 +58,18 @@ def _png(width: int, height: int, seed: int) -> bytes:
     )
 
 
-def _train(run: Run, lr: float, seed: int, steps: range, *, nan_at: int | None = None) -> None:
+def _train(
+    run: Run,
+    lr: float,
+    seed: int,
+    steps: range,
+    tick: Callable[[float], object],
+    *,
+    nan_at: int | None = None,
+) -> None:
     rng = random.Random(seed)
     for step in steps:
+        tick(STEP_S)
         loss = 2.3 * math.exp(-step * lr / 8) + 0.05 + rng.gauss(0, 0.04)
         run.log("train_step", step=step, loss=math.nan if step == nan_at else loss, lr=lr)
         if step % 250 == 0:
@@ -61,15 +77,21 @@ def _train(run: Run, lr: float, seed: int, steps: range, *, nan_at: int | None =
             run.log("eval", step=step, loss=loss * 1.08, accuracy=accuracy)
             run.log("system", gpu_util=70 + rng.random() * 25, gpu_mem_gb=18 + step / 1000)
             with run.span("eval_loop"):
-                pass
+                tick(EVAL_S * (0.8 + 0.4 * rng.random()))
 
 
 def write_sweep(folder: Path) -> Run:
-    """Write the sweep; return the run left open, so that it shows as running."""
+    """Write the sweep at a training pace, ending now; return the run left open (running)."""
+    start = datetime.fromtimestamp(time.time() - WRITTEN_S, timezone.utc)
+    with freeze_time(start) as clock:
+        return _write_sweep(folder, clock.tick)
+
+
+def _write_sweep(folder: Path, tick: Callable[[float], object]) -> Run:
     for seed, lr in enumerate((0.003, 0.01, 0.03)):
         config = {"lr": lr, "batch_size": 256, "model": "resnet50", "optim": {"name": "adamw"}}
         with Run(f"sweep-lr{lr:g}", folder, stdout=False, config=config) as run:
-            _train(run, lr, seed, range(STEPS), nan_at=2100 if lr == 0.03 else None)
+            _train(run, lr, seed, range(STEPS), tick, nan_at=2100 if lr == 0.03 else None)
             for step in (1000, 2000):
                 picture = folder / f"samples-{lr:g}-{step}.png"
                 picture.write_bytes(_png(96, 64, seed * 10 + step))
@@ -77,13 +99,13 @@ def write_sweep(folder: Path) -> Run:
     config = {"lr": 0.02, "batch_size": 512, "model": "resnet50", "optim": {"name": "adamw"}}
     try:
         with Run("bs512", folder, stdout=False, config=config) as run:
-            _train(run, 0.02, 7, range(1200))
+            _train(run, 0.02, 7, range(1200), tick)
             message = "CUDA out of memory"
             raise MemoryError(message)
     except MemoryError:
         pass
     live = Run("bs512", folder, stdout=False, config=config, resume_step=1000).__enter__()
-    _train(live, 0.02, 8, range(1000, 1800))
+    _train(live, 0.02, 8, range(1000, 1800), tick)
     return live
 
 

@@ -611,7 +611,7 @@ class TestWhich:
 
 
 def test_nan_metric_prints_as_nan(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with Run("n", run_dir, stdout=False) as run:
+    with Run("n", run_dir, stdout=False, on_nonfinite="ignore") as run:
         run.log("train_step", step=1, loss=math.nan)
 
     assert main(["tail", "-n", "1", "--event", "train_step", str(run_dir / "n.jsonl")]) == 0

@@ -252,7 +252,7 @@ def test_safe_and_fast_paths_agree_on_plain_records() -> None:
 def test_nan_loss_passes_jq_and_the_seed_pandas_one_liner(run_dir: Path) -> None:
     jq = shutil.which("jq")
     assert jq is not None, "the jq binary is needed: apt-get install jq (or brew install jq)"
-    with Run("baseline", run_dir, stdout=False) as run:
+    with Run("baseline", run_dir, stdout=False, on_nonfinite="ignore") as run:
         for epoch in (1, 2):
             run.log("train_step", epoch=epoch, step=epoch * 10, loss=0.5 * epoch)
             run.log("train_step", epoch=epoch, step=epoch * 10 + 1, loss=math.nan)

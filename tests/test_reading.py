@@ -147,7 +147,7 @@ class TestLoad:
         assert step.tolist() == [pd.NA, 1, 2, pd.NA]
 
     def test_nan_and_infinities_come_back_in_float_columns(self, run_dir: Path) -> None:
-        with Run("nf", run_dir, stdout=False) as run:
+        with Run("nf", run_dir, stdout=False, on_nonfinite="ignore") as run:
             for loss in (0.5, math.nan, math.inf, -math.inf):
                 run.log("train_step", loss=loss)
 
@@ -159,7 +159,7 @@ class TestLoad:
         assert loss[2:].tolist() == [math.inf, -math.inf]
 
     def test_nan_inside_nested_values_is_restored(self, run_dir: Path) -> None:
-        with Run("nf", run_dir, stdout=False) as run:
+        with Run("nf", run_dir, stdout=False, on_nonfinite="ignore") as run:
             run.log("grads", norms=[1.0, math.nan], per_layer={"a": math.inf})
 
         row = load(run_dir / "nf.jsonl", event="grads").iloc[0]
@@ -570,7 +570,7 @@ def _same(got: Any, want: Any) -> bool:
 
 class TestIterEvents:
     def test_yields_records_in_order_with_nonfinite_restored(self, run_dir: Path) -> None:
-        with Run("it", run_dir, stdout=False) as run:
+        with Run("it", run_dir, stdout=False, on_nonfinite="ignore") as run:
             run.log("a", x=math.inf)
             run.log("b", x=1)
 
@@ -672,7 +672,7 @@ class TestJqRecipes:
     @pytest.fixture(name="baseline")
     def _baseline(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.chdir(tmp_path)
-        with Run("baseline", tmp_path, stdout=False) as run:
+        with Run("baseline", tmp_path, stdout=False, on_nonfinite="ignore") as run:
             for step in range(1, 6):
                 run.log("train_step", epoch=1, step=step, loss=math.nan if step == 3 else 1 / step)
             run.log("eval", step=5, split="val", accuracy=0.9)
@@ -701,7 +701,7 @@ class TestJqRecipes:
 
 
 def test_event_filter_keeps_a_field_whose_only_value_is_nan(tmp_path: Path) -> None:
-    with Run("h", tmp_path, stdout=False) as run:
+    with Run("h", tmp_path, stdout=False, on_nonfinite="ignore") as run:
         run.log("a", k=math.nan)
         run.log("b", other=1)
 

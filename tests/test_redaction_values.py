@@ -51,7 +51,7 @@ def test_aggregated_numbers_under_a_secret_key_are_redacted_in_every_field(
     if pure:
         monkeypatch.setattr("runlines.run._Writer", None)
 
-    with Run("r", run_dir, stdout=False) as run:
+    with Run("r", run_dir, stdout=False, on_nonfinite="ignore") as run:
         run.sample("v", every=4, aggregate=True)
         for pin in (1234567, 7654321, 1111111, float("nan")):
             run.log("v", api_key=pin, loss=0.5)

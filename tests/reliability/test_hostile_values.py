@@ -309,7 +309,7 @@ class Point:
 
 def test_documented_conversions_come_back_as_documented(run_dir: Path) -> None:
     when = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
-    with Run("r", run_dir, stdout=False, redact=False) as run:
+    with Run("r", run_dir, stdout=False, redact=False, on_nonfinite="ignore") as run:
         run.log(
             "v",
             np_scalar=np.float32(0.5),

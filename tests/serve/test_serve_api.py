@@ -11,6 +11,8 @@ from _serve_helpers import Client, png_bytes
 
 from _logs import T0, line, train, write
 from runlines import Run
+from runlines.cli import main
+from runlines.errors import NonfiniteWarning
 from runlines.serve import Server
 
 
@@ -191,10 +193,26 @@ class TestDiff:
 
         diff = client.json("/api/diff?a=a&b=b")
 
-        assert diff["config"]["changed"] == [{"key": "lr", "a": 0.1, "b": 0.2}]
-        assert diff["config"]["added"] == diff["config"]["removed"] == {}
+        assert diff["changed"] == {"lr": [0.1, 0.2]}
+        assert diff["added"] == diff["removed"] == {}
         (loss,) = diff["metrics"]
         assert (loss["event"], loss["field"], loss["step"]) == ("train_step", "loss", 41)
+        assert loss["agrees"] is False
+
+    def test_answers_what_runlines_diff_json_prints(
+        self, serve_dir: Path, client: Client, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        for name, loss in (("a", 1.0), ("b", float("inf"))):
+            with Run(name, serve_dir, stdout=False, on_nonfinite="ignore") as run:
+                run.log("train_step", step=1, loss=0.5)
+                run.log("train_step", step=2, loss=loss)
+        assert main(["diff", "--json", str(serve_dir / "a.jsonl"), str(serve_dir / "b.jsonl")]) == 0
+        printed = json.loads(capsys.readouterr().out)
+
+        served = client.json("/api/diff?a=a&b=b")
+
+        assert served == printed
+        assert [(m["step"], m["a"], m["b"]) for m in served["metrics"]] == [(2, 1.0, "Infinity")]
 
 
 class TestSafety:
@@ -405,3 +423,15 @@ def test_the_cli_imports_the_http_server_only_for_serve() -> None:
     )
 
     assert out.stdout.split() == ["False"]
+
+
+def test_the_librarys_own_warning_and_nonfinite_records_are_no_charts(
+    serve_dir: Path, client: Client
+) -> None:
+    with pytest.warns(NonfiniteWarning), Run("r", serve_dir, stdout=False) as run:
+        run.log("train_step", step=1, loss=1.0)
+        run.log("train_step", step=2, loss=float("nan"))
+
+    answer = client.json("/api/series?run=r")
+
+    assert {(s["event"], s["field"]) for s in answer["series"]} == {("train_step", "loss")}

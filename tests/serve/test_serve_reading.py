@@ -214,3 +214,34 @@ class TestStore:
         assert points["step"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
         assert points["y"] == [1.0, 1.0, 1.0, 0.5, 0.5, 0.5]
         assert points["marks"] == []
+
+    def test_a_history_read_in_part_has_the_status_its_last_records_give(
+        self, tmp_path: Path
+    ) -> None:
+        write(
+            tmp_path / "r.jsonl",
+            line("run_start", attempt=1),
+            *(line("train_step", step=i, loss=1.0) for i in range(1000)),
+            line("run_end", status="failed"),
+        )
+        store = RunStore([tmp_path])
+
+        store.catch_up(10_000)
+        run = store.runs["r"]
+        early = (run.row(now=0.0)["status"], run.progress()["reading"])
+        while store.catch_up(10_000):
+            pass
+
+        assert early == ("failed", True)  # not "died": how it ended is further down the file
+        assert (run.row(now=0.0)["status"], run.progress()["reading"]) == ("failed", False)
+
+    def test_a_dead_log_whose_last_line_has_no_newline_keeps_that_record(
+        self, tmp_path: Path
+    ) -> None:
+        write(tmp_path / "r.jsonl", line("train_step", step=1), line("train_step", step=2)[:-1])
+        store = RunStore([tmp_path])
+
+        store.refresh()
+
+        assert store.runs["r"].row(now=0.0)["step"] == 2
+        assert store.runs["r"].progress()["torn_lines"] == 0

@@ -29,7 +29,7 @@ def _diff(args: argparse.Namespace) -> int:
 
     found = diff(resolve_run(args.a), resolve_run(args.b), rtol=args.rtol, atol=args.atol)
     if args.json:
-        print(json.dumps(found.to_dict(), default=str))
+        print(json.dumps(found.to_dict(), default=str, allow_nan=False))
     else:
         print(format_diff(found))
     return 0

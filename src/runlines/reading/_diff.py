@@ -54,13 +54,18 @@ class RunDiff:
     metrics: list[MetricDiff]
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the diff as plain JSON-ready values."""
+        """Return the diff as JSON-ready values: `runlines diff --json` and `/api/diff` print it.
+
+        ``{a, b, added: {key: b}, removed: {key: a}, changed: {key: [a, b]}, environment:
+        {key: [a, b]}, metrics: [{event, field, step, a, b, last_shared_step, agrees}]}``;
+        non-finite floats are the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``.
+        """
         out = dataclasses.asdict(self)
         out["changed"] = {k: list(v) for k, v in self.changed.items()}
         out["environment"] = {k: list(v) for k, v in self.environment.items()}
         for metric, item in zip(self.metrics, out["metrics"], strict=True):
             item["agrees"] = metric.agrees
-        return out
+        return {key: _jsonable(value) for key, value in out.items()}
 
 
 def diff(
@@ -87,8 +92,8 @@ def diff(
     return RunDiff(
         a=os.fspath(a),
         b=os.fspath(b),
-        added={k: config_b[k] for k in config_b.keys() - config_a.keys()},
-        removed={k: config_a[k] for k in config_a.keys() - config_b.keys()},
+        added={k: config_b[k] for k in sorted(config_b.keys() - config_a.keys())},
+        removed={k: config_a[k] for k in sorted(config_a.keys() - config_b.keys())},
         changed=_changed(config_a, config_b),
         environment=_changed(env_a, env_b),
         metrics=_metrics(load(a), load(b), rtol, atol),
@@ -171,6 +176,17 @@ def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     if math.isinf(x) or math.isinf(y):  # an infinity, or an int beyond any float
         return bool(a == b)
     return abs(x - y) <= atol + rtol * abs(y)
+
+
+def _jsonable(value: Any) -> Any:
+    """Return *value* with non-finite floats named as the log's `_nonfinite` names them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
-from runlines.serve._diff import diff_runs
+from runlines.errors import ReadError
 from runlines.serve._runs import RunState, RunStore
 
 _STATIC_FILES: Final = (
@@ -29,6 +29,8 @@ _STATIC_FILES: Final = (
     "vendor/LICENSE",
 )
 REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
+DIFF_RTOL: Final = 1e-5  # runlines.diff's defaults
+DIFF_ATOL: Final = 1e-8
 _IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
 _LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _CSP: Final = (
@@ -152,6 +154,8 @@ class Handler(BaseHTTPRequestHandler):
             return _static(name), kind, {"Cache-Control": "no-cache"}
         if path == "/api/artifact":
             return self._artifact(query)
+        if path == "/api/diff":
+            return self._diff(query)
         api = _API.get(path)
         if api is None:
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page: {path}; see docs/dashboard.md")
@@ -160,7 +164,9 @@ class Handler(BaseHTTPRequestHandler):
             # what a poll brings is small; a long history is read by the catch-up thread
             # the run table looks for new logs each time; the reader thread once a second
             run = query.get("run")
-            store.refresh(run, force=run is None, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            store.refresh(
+                run, force=path == "/api/runs", max_bytes=REQUEST_READ_BYTES, skip_behind=True
+            )
             value = api(store, query, self.server.clock())
         return dumps(value), "application/json", {"Cache-Control": "no-store"}
 
@@ -184,6 +190,25 @@ class Handler(BaseHTTPRequestHandler):
             kind = "application/octet-stream"
             headers["Content-Disposition"] = f'attachment; filename="{Path(wanted).name}"'
         return target.read_bytes(), kind, headers
+
+    def _diff(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+        """Answer `runlines.diff` of two runs, read outside the store's lock.
+
+        The diff reads both logs whole: it is asked for on demand, never polled.
+        """
+        from runlines.reading import diff
+
+        store = self.server.store
+        with store.serving():
+            for label in filter(None, (query.get("a"), query.get("b"))):
+                store.refresh(label, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            a, b = _run(store, query, "a"), _run(store, query, "b")
+        rtol, atol = _float(query, "rtol", DIFF_RTOL), _float(query, "atol", DIFF_ATOL)
+        try:
+            found = diff(a.path, b.path, rtol=rtol, atol=atol)
+        except (ReadError, ImportError) as err:
+            raise ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, str(err)) from err
+        return dumps(found.to_dict()), "application/json", {"Cache-Control": "no-store"}
 
     def _send(
         self,
@@ -246,6 +271,12 @@ def _runs(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     return [jsonable(run.row(now)) for run in store.runs.values()]
 
 
+def _progress(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    runs = {label: run.progress() for label, run in store.runs.items()}
+    behind = sum(p["bytes_behind"] for p in runs.values())
+    return {"bytes_behind": behind, "runs": runs}
+
+
 def _series(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     run = _run(store, query)
     rank = int(_float(query, "rank", 0))
@@ -273,6 +304,7 @@ def _detail(store: RunStore, query: Mapping[str, str], now: float) -> Any:
             "run": run.label,
             "path": str(run.path),
             "row": run.row(now),
+            "progress": run.progress(),
             "config": run.config,
             "environment": run.environment,
             "attempts": [_attempt(a) for a in run.attempts],
@@ -317,15 +349,9 @@ def _artifact_entry(run: RunState, record: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def _diff(store: RunStore, query: Mapping[str, str], now: float) -> Any:
-    a, b = _run(store, query, "a"), _run(store, query, "b")
-    rtol, atol = _float(query, "rtol", 1e-9), _float(query, "atol", 0.0)
-    return jsonable(diff_runs(a, b, rtol=rtol, atol=atol))
-
-
 _API: Final[dict[str, Callable[[RunStore, Mapping[str, str], float], Any]]] = {
     "/api/runs": _runs,
+    "/api/progress": _progress,
     "/api/series": _series,
     "/api/run": _detail,
-    "/api/diff": _diff,
 }

@@ -13,18 +13,22 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines.errors import ReadError
-from runlines.reading import LOG_SUFFIX, is_locked, log_file
+from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
 from runlines.reading._summary import RunSummary
 from runlines.serve._series import Series
 from runlines.serve._tail import LogTail
 
 _LIFECYCLE: Final = frozenset({"run_start", "run_end", "artifact", "signal"})
+# The library's own notes about a run: their numbers (a warning's line number, the last finite
+# value before a NaN) are no curves. They stay in the run table, as in runs().
+_NOT_CHARTED: Final = frozenset({"warning", "nonfinite", "stall", "stall_end"})
 _NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
 _ENV_FIELDS: Final = (
     "host", "pid", "python", "runlines", "argv", "cwd", "git_commit", "git_dirty", "world_size",
     "id", "resume_step",
 )  # fmt: skip
 SPAN_EVENT: Final = "span"
+_TAIL_BYTES: Final = 64 << 10  # what a run's status is read from while its history is not
 
 
 # The exact types decoded JSON numbers have: no bool, which is an int to isinstance
@@ -53,7 +57,7 @@ class _File:
 
     def take(self, record: Mapping[str, Any]) -> None:
         event = record.get("event")
-        if type(event) is not str or event in _LIFECYCLE:
+        if type(event) is not str or event in _LIFECYCLE or event in _NOT_CHARTED:
             if event == "run_start":
                 self._resume(record.get("resume_step"))
             return
@@ -115,6 +119,7 @@ class RunState:
         self.started_ts: float | None = None
         self.last_ts: float | None = None
         self.version = 0  # records taken, over all files: a client's "since"
+        self._tail_summary: tuple[int, RunSummary] | None = None  # (size, of the last records)
 
     def add_rank(self, rank: int, path: Path) -> None:
         if rank not in self.files:
@@ -132,10 +137,17 @@ class RunState:
         """Read what every file of the run gained, at most *max_bytes* of each."""
         for rank, log in sorted(self.files.items()):
             for record in log.tail.poll(max_bytes):
-                self.version += 1
-                log.take(record)
-                if rank == 0:
-                    self._take_main(record)
+                self._take(rank, log, record)
+            if log.tail.pending_bytes and not log.tail.behind() and not is_locked(log.tail.path):
+                last = log.tail.finished_fragment()
+                if last is not None:
+                    self._take(rank, log, last)
+
+    def _take(self, rank: int, log: _File, record: dict[str, Any]) -> None:
+        self.version += 1
+        log.take(record)
+        if rank == 0:
+            self._take_main(record)
 
     def _take_main(self, record: dict[str, Any]) -> None:
         self.summary.add(record)
@@ -159,22 +171,46 @@ class RunState:
         return bool(self.attempts) and self.attempts[-1]["end"] is not None
 
     def row(self, now: float) -> dict[str, Any]:
-        """The run table's row, with how much of the log could not be read."""
+        """The run's `runlines.runs()` row, with the same keys and status values.
+
+        While the history is still being read for the first time, how the run ended is
+        further down the file: the status is then that of the log's last records.
+        """
         alive = None if self.is_ended() else is_locked(self.path)
         row = self.summary.row(alive=alive, now=now)
+        if not self.is_ended() and self._unread():
+            row["status"] = self._tail_status(alive=bool(alive), now=now)
+        return row
+
+    def progress(self) -> dict[str, Any]:
+        """How far the server has read the run's files, and what it could not read."""
         main = self.files[0].tail
-        row["_torn_lines"] = main.torn_lines + (1 if main.pending_bytes and not alive else 0)
-        row["_pending_bytes"] = main.pending_bytes if alive else 0
-        row["_records"] = main.records
-        row["_bytes_read"] = self.bytes_read
-        row["_ranks"] = sorted(self.files)
-        behind = sum(
+        alive = not self.is_ended() and is_locked(self.path)
+        return {
+            "reading": self._unread() > 0,
+            "bytes_behind": self._unread(),
+            "bytes_read": self.bytes_read,
+            "records": main.records,
+            "torn_lines": main.torn_lines + (1 if main.pending_bytes and not alive else 0),
+            "pending_bytes": main.pending_bytes if alive else 0,
+            "ranks": sorted(self.files),
+        }
+
+    def _unread(self) -> int:
+        """Bytes of the run's files not read yet, by the last look at their sizes."""
+        return sum(
             log.tail.size - log.tail.offset - log.tail.pending_bytes for log in self.files.values()
         )
-        row["_bytes_behind"] = behind
-        if behind and not self.is_ended() and not alive:
-            row["status"] = "reading"  # how it ended is further down the file: not known yet
-        return row
+
+    def _tail_status(self, *, alive: bool, now: float) -> str:
+        """Return the status the log's last records give, read again only when the log grew."""
+        size = self.files[0].tail.size
+        if self._tail_summary is None or self._tail_summary[0] != size:
+            summary = RunSummary(self.path, label=self.label)
+            for record in last_records(self.path, max_bytes=_TAIL_BYTES):
+                summary.add(record)
+            self._tail_summary = (size, summary)
+        return self._tail_summary[1].status(alive=alive, now=now)
 
 
 class RunStore:

@@ -66,6 +66,23 @@ class LogTail:
                 self.bytes_read += len(block)
                 yield from self._lines(block)
 
+    def finished_fragment(self) -> dict[str, Any] | None:
+        """Take the held-back last line as a record when it is one complete JSON object.
+
+        For a log no live writer holds: its last line will get no newline (a foreign
+        writer's file may end without one), as `iter_events` reads it.
+        """
+        if not self._fragment.strip():
+            return None
+        try:
+            record = decode_line(self._fragment)
+        except ValueError:
+            return None
+        self.offset += len(self._fragment)
+        self._fragment = b""
+        self.records += 1
+        return record
+
     def _restart(self, identity: tuple[int, int]) -> None:
         self._identity = identity
         self.offset = 0

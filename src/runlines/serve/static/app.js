@@ -10,6 +10,7 @@ const TOKEN = new URLSearchParams(location.search).get("token");
 
 const state = {
   runs: [],            // rows of /api/runs
+  progress: {},        // run -> /api/progress entry: still reading, torn lines
   colors: new Map(),   // run -> color
   selected: new Set(),
   series: new Map(),   // run -> last /api/series answer
@@ -173,8 +174,10 @@ function cell(row, key) {
       el("a", {href: "#/run/" + encodeURIComponent(row.run)}, row.run));
   }
   if (key === "status") {
-    const torn = row._torn_lines ? el("span", {class: "torn", title: `${row._torn_lines} torn line(s) skipped`}, `⚠ ${row._torn_lines} torn`) : null;
-    return el("td", {}, el("span", {class: "badge " + value, "data-status": value}, value), torn);
+    const progress = state.progress[row.run] || {};
+    const torn = progress.torn_lines ? el("span", {class: "torn", title: `${progress.torn_lines} torn line(s) skipped`}, `⚠ ${progress.torn_lines} torn`) : null;
+    const reading = progress.reading ? el("span", {class: "reading", title: "the history is still being read: metrics so far"}, "reading…") : null;
+    return el("td", {}, el("span", {class: "badge " + value, "data-status": value}, value), reading, torn);
   }
   if (key === "duration_s") return el("td", {class: "num"}, fmtDuration(value));
   if (key === "started") return el("td", {}, fmtTime(value));
@@ -412,7 +415,9 @@ async function poll() {
   if (state.polling) return;
   state.polling = true;
   try {
-    state.runs = await api("/api/runs");
+    const [runs, progress] = await Promise.all([api("/api/runs"), api("/api/progress")]);
+    state.runs = runs;
+    state.progress = progress.runs;
     for (const row of state.runs) colorOf(row.run);
     if (state.firstLoad) {
       state.firstLoad = false;
@@ -422,7 +427,7 @@ async function poll() {
     for (const run of [...state.selected]) if (!state.runs.some((r) => r.run === run)) state.selected.delete(run);
     const live = document.getElementById("live");
     live.classList.remove("off");
-    const behind = state.runs.reduce((n, r) => n + (r._bytes_behind || 0), 0);
+    const behind = progress.bytes_behind;
     live.textContent = behind > 0 ? `reading logs · ${Math.max(1, Math.round(behind / 1048576))} MB to go` : "live";
     if (currentView() === "runs") {
       renderTableIfIdle();
@@ -499,7 +504,7 @@ async function showRun(label) {
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, label), el("div", {class: "muted"}, d.path, " · ",
       el("span", {class: "badge " + d.row.status}, d.row.status), ` · ${d.row.attempts} attempt(s) · step ${fmt(d.row.step)} · ${fmtDuration(d.row.duration_s)}`,
-      d.row._torn_lines ? el("span", {class: "torn"}, `⚠ ${d.row._torn_lines} torn line(s) skipped`) : null)),
+      d.progress.torn_lines ? el("span", {class: "torn"}, `⚠ ${d.progress.torn_lines} torn line(s) skipped`) : null)),
     el("div", {class: "grid2"},
       el("div", {class: "panel"}, el("h2", {}, "Config"), kvTable(flatConfig(d.config))),
       el("div", {class: "panel"}, el("h2", {}, "Environment"), kvTable(d.environment))),
@@ -521,18 +526,20 @@ async function showDiff(a, b) {
     view.replaceChildren(el("div", {class: "empty"}, String(err.message))); return;
   }
   setCrumbs(["diff", `${a} ↔ ${b}`]);
+  // d is runlines.diff's JSON form, as `runlines diff --json` prints it
   const config = [
-    ...Object.entries(d.config.removed).map(([k, v]) => [el("span", {class: "removed"}, "− " + k), fmt(v), ""]),
-    ...Object.entries(d.config.added).map(([k, v]) => [el("span", {class: "added"}, "+ " + k), "", fmt(v)]),
-    ...d.config.changed.map((c) => [el("span", {class: "changed"}, "~ " + c.key), fmt(c.a), fmt(c.b)]),
+    ...Object.entries(d.removed).map(([k, v]) => [el("span", {class: "removed"}, "− " + k), fmt(v), ""]),
+    ...Object.entries(d.added).map(([k, v]) => [el("span", {class: "added"}, "+ " + k), "", fmt(v)]),
+    ...Object.entries(d.changed).map(([k, [x, y]]) => [el("span", {class: "changed"}, "~ " + k), fmt(x), fmt(y)]),
   ];
+  const environment = Object.entries(d.environment).map(([k, [x, y]]) => [k, fmt(x), fmt(y)]);
   const metrics = d.metrics.map((m) => [m.event + "." + m.field,
-    m.step === null ? el("span", {class: "added"}, `agree up to step ${fmt(m.last_shared_step)}`) : el("span", {class: "changed"}, `differ from step ${fmt(m.step)}`),
-    m.step === null ? "" : fmt(m.a), m.step === null ? "" : fmt(m.b)]);
+    m.agrees ? el("span", {class: "added"}, `agree up to step ${fmt(m.last_shared_step)}`) : el("span", {class: "changed"}, `differ from step ${fmt(m.step)}`),
+    m.agrees ? "" : fmt(m.a), m.agrees ? "" : fmt(m.b)]);
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, `${a} ↔ ${b}`)),
     el("div", {class: "panel"}, el("h2", {}, "Config"), config.length ? grid(["key", a, b], config) : el("p", {class: "muted"}, "same config")),
-    el("div", {class: "panel"}, el("h2", {}, "Environment"), d.environment.length ? grid(["key", a, b], d.environment.map((e) => [e.key, fmt(e.a), fmt(e.b)])) : el("p", {class: "muted"}, "same environment, as far as both recorded it")),
+    el("div", {class: "panel"}, el("h2", {}, "Environment"), environment.length ? grid(["key", a, b], environment) : el("p", {class: "muted"}, "same environment, as far as both recorded it")),
     el("div", {class: "panel"}, el("h2", {}, "Metrics"), metrics.length ? grid(["metric", "", a, b], metrics) : el("p", {class: "muted"}, "no (event, field) logged by both at the same steps")));
 }
 

@@ -1,0 +1,128 @@
+"""The dashboard's run table agrees with `runlines.runs()` and `runlines ls --json`."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from _serve_helpers import Client
+from filelock import FileLock
+from freezegun import freeze_time
+
+import runlines
+from _logs import T0, line, train, write
+from runlines import Run
+from runlines.cli import main
+from runlines.errors import RunlinesWarning
+from runlines.reading import lock_path
+from runlines.serve import Server
+
+NOW = T0 + 30  # the clock every reader is read at
+
+
+def _awkward_logs(root: Path) -> list[Path]:
+    """Write the logs; return the sources: two folders sharing a run name, and one of the rest."""
+    train(root / "exp1", "baseline", range(1, 4), evals=True)
+    train(root / "exp2", "baseline", range(1, 7), evals=True)
+    flat = root / "flat"
+    train(flat, "rerun", range(1, 11), evals=True, config={"optim": {"lr": 0.1}})
+    train(flat, "rerun", range(6, 9), resume_step=5, evals=True)  # a second, shorter attempt
+    with Run("nan", flat, stdout=False, on_nonfinite="ignore") as run:
+        run.log("train_step", step=1, loss=0.5)
+        run.log("train_step", step=2, loss=float("nan"))
+    write(
+        flat / "torn.jsonl",
+        line("run_start", "torn", T0, attempt=1),
+        line("train_step", "torn", T0 + 1, step=1, loss=0.9),
+        b'{"ts": 1767225602.0, "event": "train_st',
+    )
+    for name, last in (("live", NOW - 5), ("stuck", NOW - 200)):
+        write(
+            flat / f"{name}.jsonl",
+            line("run_start", name, last - 2, attempt=1, config={"seed": 1}),
+            *(line("train_step", name, last - 1 + i, step=i, loss=1.0 / i) for i in (1, 2)),
+        )
+    return [root / "exp1", root / "exp2", flat]
+
+
+@pytest.fixture(name="sources")
+def _sources(tmp_path: Path) -> Iterator[list[Path]]:
+    sources = _awkward_logs(tmp_path)
+    with ExitStack() as held:  # the live writers of `live` and `stuck`
+        for name in ("live", "stuck"):
+            held.enter_context(FileLock(lock_path(sources[2] / f"{name}.jsonl")))
+        yield sources
+
+
+def _served(sources: list[Path]) -> dict[str, dict[str, Any]]:
+    with Server(*sources, port=0) as server:
+        server._http.clock = lambda: NOW
+        server.store.catch_up(1 << 30)  # the whole history, as the reader thread gets to it
+        rows = Client(server).json("/api/runs")
+    return {row["run"]: row for row in rows}
+
+
+def _at_now() -> Any:
+    return freeze_time(datetime.fromtimestamp(NOW, timezone.utc))
+
+
+def _same(served: Any, read: Any) -> bool:
+    """Whether a served value (NaN as "NaN") and a value read by runs() or ls are the same."""
+    if (isinstance(read, float) and math.isnan(read)) or read is None:
+        return served in (None, "NaN")
+    if isinstance(read, (pd.Timestamp, datetime)):
+        return datetime.fromisoformat(served) == read
+    return bool(served == read)
+
+
+def test_api_runs_has_the_keys_statuses_and_values_of_runlines_runs(sources: list[Path]) -> None:
+    served = _served(sources)
+    with _at_now(), pytest.warns(RunlinesWarning, match="torn.jsonl: skipped 1 line"):
+        table = runlines.runs(*sources)
+
+    expected = {row["run"]: row for row in table.to_dict("records")}
+    assert set(served) == set(expected)
+    assert {run: row["status"] for run, row in served.items()} == {
+        "exp1/baseline": "ok",
+        "exp2/baseline": "ok",
+        "rerun": "ok",
+        "nan": "ok",
+        "torn": "died",
+        "live": "running",
+        "stuck": "stalled",
+    }
+    for run, row in served.items():
+        assert set(row) <= set(table.columns), run
+        for column, value in expected[run].items():
+            assert _same(row.get(column), value), (run, column, row.get(column), value)
+    assert served["nan"]["train_step.loss"] == "NaN"
+    assert served["nan"]["train_step.loss.best"] == 0.5
+    assert served["rerun"]["attempts"] == 2
+    assert served["rerun"]["eval.accuracy.best"] == expected["rerun"]["eval.accuracy.best"]
+
+
+def test_api_runs_rows_are_the_rows_ls_json_prints(
+    sources: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    served = _served(sources)
+    with _at_now():
+        assert main(["ls", "-r", "--json", str(sources[0].parent)]) == 0
+    out, err = capsys.readouterr()
+    printed = {row["run"]: row for row in json.loads(out)}
+
+    assert "torn.jsonl: skipped 1 line" in err
+
+    assert set(printed) == set(served)
+    for run, row in served.items():
+        assert set(row) == set(printed[run]), run
+        for column, value in printed[run].items():
+            if column == "started":
+                value = datetime.fromisoformat(value)
+            assert _same(row[column], value), (run, column, row[column], value)
