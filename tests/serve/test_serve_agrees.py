@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Iterator
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +70,7 @@ def _served(sources: list[Path]) -> dict[str, dict[str, Any]]:
 
 
 def _at_now() -> Any:
-    return freeze_time(datetime.fromtimestamp(NOW, timezone.utc))
+    return freeze_time(datetime.fromtimestamp(NOW, UTC))
 
 
 def _same(served: Any, read: Any) -> bool:
