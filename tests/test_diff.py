@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from _logs import T0, line, write
 from runlines.cli import main
 
 
-def _run(path: Path, *, part_at: int | None, **start: object) -> Path:
+def _run(path: Path, *, part_at: int | None, **start: Any) -> Path:
     records = [line("run_start", run=path.stem, attempt=1, config={"optim": {"lr": 0.1}}, **start)]
     for step in range(1, 51):
         drift = 0.01 if part_at is not None and step >= part_at else 0.0
@@ -81,3 +83,85 @@ def test_cli_diff_text_and_json(
     assert "train_step.loss  first differ at step 41" in text
     assert 'git_commit: "aaa" -> "bbb"' in text
     assert {m["field"]: m["step"] for m in data["metrics"]} == {"loss": 41, "accuracy": None}
+
+
+def _losses(path: Path, losses: list[float | None]) -> Path:
+    """Write a run whose train_step at step i + 1 logs losses[i] (None: no loss field)."""
+    records = [line("run_start", run=path.stem, attempt=1)]
+    for step, loss in enumerate(losses, start=1):
+        fields = {} if loss is None else {"loss": loss}
+        records.append(line("train_step", run=path.stem, ts=T0 + step, step=step, **fields))
+    return write(path, *records)
+
+
+def _loss_diff(tmp_path: Path, a: list[float | None], b: list[float | None]) -> Any:
+    found = runlines.diff(_losses(tmp_path / "a.jsonl", a), _losses(tmp_path / "b.jsonl", b))
+    return next(m for m in found.metrics if (m.event, m.field) == ("train_step", "loss"))
+
+
+class TestNonfinite:
+    def test_nan_where_the_other_run_is_finite_is_a_difference(self, tmp_path: Path) -> None:
+        loss = _loss_diff(tmp_path, [1.0, 0.5, 0.25], [1.0, math.nan, 0.25])
+
+        assert (loss.step, loss.a) == (2, 0.5)
+        assert math.isnan(loss.b)
+
+    def test_nan_in_the_first_run_is_a_difference_too(self, tmp_path: Path) -> None:
+        loss = _loss_diff(tmp_path, [1.0, math.nan, 0.25], [1.0, 0.5, 0.25])
+
+        assert loss.step == 2
+        assert math.isnan(loss.a)
+        assert loss.b == 0.5
+
+    def test_nan_on_both_sides_agrees(self, tmp_path: Path) -> None:
+        loss = _loss_diff(tmp_path, [1.0, math.nan, 0.25], [1.0, math.nan, 0.25])
+
+        assert loss.agrees
+        assert loss.last_shared_step == 3
+
+    def test_inf_and_minus_inf_differ(self, tmp_path: Path) -> None:
+        loss = _loss_diff(tmp_path, [1.0, math.inf], [1.0, -math.inf])
+
+        assert (loss.step, loss.a, loss.b) == (2, math.inf, -math.inf)
+
+    def test_a_field_only_nan_in_one_run_is_still_compared(self, tmp_path: Path) -> None:
+        loss = _loss_diff(tmp_path, [1.0, 0.5], [math.nan, math.nan])
+
+        assert loss.step == 1
+
+    def test_a_step_where_one_run_lacks_the_field_is_not_compared(self, tmp_path: Path) -> None:
+        loss = _loss_diff(tmp_path, [1.0, 0.5, 0.25, 0.125], [1.0, None, 0.25, None])
+
+        assert loss.agrees
+        assert loss.last_shared_step == 3
+
+    def test_cli_shows_nan_in_text_and_as_the_log_names_it_in_json(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        a = _losses(tmp_path / "a.jsonl", [1.0, 0.5])
+        b = _losses(tmp_path / "b.jsonl", [1.0, math.nan])
+
+        assert main(["diff", str(a), str(b)]) == 0
+        text = capsys.readouterr().out
+        assert main(["diff", "--json", str(a), str(b)]) == 0
+        data = json.loads(capsys.readouterr().out)
+
+        assert "train_step.loss  first differ at step 2: 0.5 vs nan" in text
+        assert data["metrics"][0] | {"agrees": False} == {
+            "event": "train_step", "field": "loss", "step": 2, "a": 0.5, "b": "NaN",
+            "last_shared_step": 2, "agrees": False,
+        }  # fmt: skip
+
+
+def test_runlines_own_records_are_not_diffed(tmp_path: Path) -> None:
+    def run(path: Path, lineno: int) -> Path:
+        return write(
+            path,
+            line("run_start", run=path.stem, attempt=1),
+            line("train_step", run=path.stem, step=1, loss=1.0),
+            line("warning", run=path.stem, step=1, lineno=lineno, message="careful"),
+        )
+
+    found = runlines.diff(run(tmp_path / "a.jsonl", 10), run(tmp_path / "b.jsonl", 20))
+
+    assert [(m.event, m.field) for m in found.metrics] == [("train_step", "loss")]

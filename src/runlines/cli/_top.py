@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _layout
-from runlines._layout import LIFECYCLE_EVENTS, LOG_SUFFIX, RUN_START, not_regular_reason
+from runlines._layout import LOG_SUFFIX, RUN_START, not_regular_reason
 from runlines.errors import ReadError
 from runlines.reading._files import LogFile, is_locked, log_file, run_labels
 from runlines.reading._lines import LogFollower, decode_line, lines_containing, open_log
-from runlines.reading._rules import BOOKKEEPING
+from runlines.reading._rules import BOOKKEEPING, NOT_METRIC_EVENTS
 from runlines.reading._summary import RunSummary
 
 __all__ = ["Top", "TopRow", "Trend", "add_commands", "render_frame", "sparkline"]
@@ -40,10 +40,7 @@ ASCII_SPARKS: Final = "_.-=+*#@"
 _TREND_POINTS: Final = 128  # a trend keeps 128 to 256 numbers, however long the run
 _PACE_RECORDS: Final = 32  # steps per second over this many last records of the hot event
 # Events that say nothing about training's progress: never the hot event, nor its metric.
-_QUIET_EVENTS: Final = LIFECYCLE_EVENTS | {
-    _layout.SYSTEM, _layout.STALL, _layout.STALL_END, _layout.NONFINITE, _layout.WARNING,
-    _layout.LOG,
-}  # fmt: skip
+_QUIET_EVENTS: Final = NOT_METRIC_EVENTS | {_layout.SYSTEM}
 _RUNS_DIR: Final = "runs"
 
 

@@ -11,11 +11,19 @@ from typing import Any, Final
 from runlines._layout import RUN_START
 from runlines.errors import ReadError
 from runlines.reading._files import find_logs
-from runlines.reading._frames import load
-from runlines.reading._rules import BOOKKEEPING, import_pandas, is_number, to_float
+from runlines.reading._frames import load_with_presence
+from runlines.reading._rules import (
+    BOOKKEEPING,
+    import_pandas,
+    is_metric_event,
+    is_number,
+    to_float,
+)
 from runlines.reading._summary import flatten, lifecycle
 
 __all__ = ["MetricDiff", "RunDiff", "diff"]
+
+_Read = tuple[Any, dict[str, Any]]  # a run's records and where each number field was logged
 
 # run_start fields that identify the process or the attempt, not the environment it ran in
 _NOT_ENVIRONMENT: Final = frozenset(
@@ -96,8 +104,12 @@ def diff(
         removed={k: config_a[k] for k in sorted(config_a.keys() - config_b.keys())},
         changed=_changed(config_a, config_b),
         environment=_changed(env_a, env_b),
-        metrics=_metrics(load(a), load(b), rtol, atol),
+        metrics=_metrics(_read(a), _read(b), rtol, atol),
     )
+
+
+def _read(source: str | os.PathLike[str]) -> _Read:
+    return load_with_presence(source, "diff()")
 
 
 def _changed(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -128,33 +140,42 @@ def _environment(start: Mapping[str, Any]) -> dict[str, Any]:
     return flatten(plain)
 
 
-def _metrics(frame_a: Any, frame_b: Any, rtol: float, atol: float) -> list[MetricDiff]:
+def _metrics(read_a: _Read, read_b: _Read, rtol: float, atol: float) -> list[MetricDiff]:
+    (frame_a, present_a), (frame_b, present_b) = read_a, read_b
     if "step" not in frame_a.columns or "step" not in frame_b.columns:
         return []
     found = []
-    for event in sorted(set(frame_a["event"].dropna()) & set(frame_b["event"].dropna())):
-        rows_a = frame_a[(frame_a["event"] == event) & frame_a["step"].notna()]
-        rows_b = frame_b[(frame_b["event"] == event) & frame_b["step"].notna()]
-        for field in _numeric(rows_a) & _numeric(rows_b):
-            series_a = rows_a.groupby("step")[field].last().dropna()
-            series_b = rows_b.groupby("step")[field].last().dropna()
+    events = set(frame_a["event"].dropna()) & set(frame_b["event"].dropna())
+    for event in sorted(e for e in events if is_metric_event(e)):
+        rows_a = (frame_a["event"] == event) & frame_a["step"].notna()
+        rows_b = (frame_b["event"] == event) & frame_b["step"].notna()
+        fields = _numeric(frame_a, rows_a, present_a) & _numeric(frame_b, rows_b, present_b)
+        for field in sorted(fields):
+            series_a = _by_step(frame_a, rows_a & present_a[field], field)
+            series_b = _by_step(frame_b, rows_b & present_b[field], field)
             steps = sorted(set(series_a.index) & set(series_b.index))
             if steps:
                 found.append(_first_difference(event, field, steps, series_a, series_b, rtol, atol))
     return found
 
 
-def _numeric(rows: Any) -> set[str]:
+def _numeric(frame: Any, rows: Any, present: Mapping[str, Any]) -> set[str]:
+    """Return the number fields that some of *rows* logged, NaN included; bookkeeping left out."""
     import pandas as pd
 
     return {
         name
-        for name in rows.columns
+        for name in present
         if name not in BOOKKEEPING
-        and pd.api.types.is_numeric_dtype(rows[name].dtype)
-        and not pd.api.types.is_bool_dtype(rows[name].dtype)
-        and rows[name].notna().any()
+        and not pd.api.types.is_bool_dtype(frame[name].dtype)
+        and (rows & present[name]).any()
     }
+
+
+def _by_step(frame: Any, rows: Any, field: str) -> Any:
+    """Return *field* per step over *rows*: the last logged value of each step, NaN kept."""
+    picked = frame.loc[rows, ["step", field]].drop_duplicates("step", keep="last")
+    return picked.set_index("step")[field]
 
 
 def _first_difference(

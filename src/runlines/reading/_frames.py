@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     _Ints = npt.NDArray[np.int64]
     _Bools = npt.NDArray[np.bool_]
 
-__all__ = ["ELAPSED", "SEPARATOR", "compare", "load", "numeric_fields"]
+__all__ = ["ELAPSED", "SEPARATOR", "compare", "load", "load_with_presence", "numeric_fields"]
 
 ELAPSED: Final = "elapsed_s"  # compare(by=...): seconds since each run's first record
 SEPARATOR: Final = " · "  # between a run and an event in a column label: `baseline · eval`
@@ -140,6 +140,32 @@ def load(
     empty = [n for n in frame.columns if n not in FIRST_COLUMNS and frame[n].isna().all()]
     logged = _logged_fields(empty, table, table.matches("event", names))
     return frame.drop(columns=[n for n in empty if n not in logged])  # other events' fields
+
+
+def load_with_presence(
+    source: str | os.PathLike[str], caller: str
+) -> tuple[pd.DataFrame, dict[str, _Bools]]:
+    """Return `load(source)` and, per number column, the rows whose record holds a value.
+
+    A float column is NaN both where a record logged NaN and where it lacks the field: the
+    masks tell the two apart (True: logged, NaN and infinities included).
+    """
+    found = find_logs(source)
+    _prefetch_pandas(caller)
+    logs = [read_log(log, "warn", None) for log in found]
+    pd = import_pandas(caller)
+    table = _Columns(logs)
+    attempt, rewound = _attempts(table, logs)
+    keep = ~rewound
+    frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, None))
+    layout = table.full if keep.all() else _layout(logs, keep)
+    present: dict[str, _Bools] = {}
+    for name in frame.columns:
+        if name in table.names and name not in FIRST_COLUMNS:
+            column = table.get(name) if layout is table.full else table.build(name, layout)
+            if isinstance(column, _Numbers):
+                present[name] = column.valid
+    return frame, present
 
 
 def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str]:

@@ -14,6 +14,8 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal, TypeGuard
 
+from runlines import _layout
+
 Errors = Literal["warn", "raise"]
 FIRST_COLUMNS: Final = ("ts", "event", "run")
 AGGREGATIONS: Final = ("mean", "median", "min", "max", "first", "last", "sum", "count", "std")
@@ -25,9 +27,22 @@ BOOKKEEPING: Final = frozenset(
     {"ts", "step", "epoch", "attempt", "rank", "pid", "world_size", "resume_step", "dropped",
      "duration_s", "bytes", "exit_code", "count", "n", "_nonfinite", "size_bytes"}
 )  # fmt: skip
+# Events runlines writes about a run rather than what it learned (lifecycle, captured warnings
+# and logging, NaN alarms, stalls): their numbers (a warning's line number, the last finite
+# value before a NaN) are no metrics. `system` records are: users sort runs by GPU memory.
+NOT_METRIC_EVENTS: Final = _layout.LIFECYCLE_EVENTS | {
+    _layout.WARNING, _layout.LOG, _layout.NONFINITE, _layout.STALL, _layout.STALL_END,
+}  # fmt: skip
 # Where a field's name says which way is better (the field vocabulary's metrics).
 _LOWER: Final = ("loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse")
 _HIGHER: Final = ("accuracy", "acc", "precision", "recall", "f1", "auc", "bleu", "rouge", "map")
+
+
+def is_metric_event(event: object) -> TypeGuard[str]:
+    """Return whether the numbers of records of *event* are metrics (a name runlines keeps for
+    its own records is not, nor a foreign log's event that is no string).
+    """
+    return isinstance(event, str) and event not in NOT_METRIC_EVENTS
 
 
 def check_errors(errors: str) -> None:

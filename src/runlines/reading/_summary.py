@@ -2,7 +2,9 @@
 
 A metric is a field of one event: a row holds `<event>.<field>` (its last value) and, where
 the field's name says which way is better, `<event>.<field>.best`. Bookkeeping fields (step,
-the sampler's `n`, `_nonfinite`, lifecycle fields) are not metrics.
+the sampler's `n`, `_nonfinite`) are not metrics, nor are the numbers of runlines' own records
+(`_rules.NOT_METRIC_EVENTS`: lifecycle, `warning`, `log`, `nonfinite`, `stall`, `stall_end`).
+`system` fields are columns without a best.
 """
 
 from __future__ import annotations
@@ -19,10 +21,17 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _layout
-from runlines._layout import LIFECYCLE_EVENTS, RUN_END, RUN_START
+from runlines._layout import RUN_END, RUN_START
 from runlines.reading._files import is_locked
 from runlines.reading._lines import lines_containing, records_of
-from runlines.reading._rules import BOOKKEEPING, as_attempt, direction, is_number, to_float
+from runlines.reading._rules import (
+    BOOKKEEPING,
+    as_attempt,
+    direction,
+    is_metric_event,
+    is_number,
+    to_float,
+)
 
 __all__ = ["RunSummary", "attempt_count", "is_stalled", "lifecycle", "run_status"]
 
@@ -136,7 +145,7 @@ class RunSummary:
         if event == RUN_END:
             status = record.get("status")
             self.ended = status if isinstance(status, str) and status else "ok"
-        elif isinstance(event, str) and event not in LIFECYCLE_EVENTS:
+        elif is_metric_event(event):
             self._values(event, record)
 
     def _tick(self, ts: float, *, active: bool) -> None:
@@ -200,7 +209,7 @@ class RunSummary:
         if field in BOOKKEEPING or field in ("event", "run"):
             return "", None
         key = f"{event}.{field}"
-        way = direction(field)
+        way = None if event == _layout.SYSTEM else direction(field)  # a measurement, no score
         best = None if way is None else self._best.setdefault(key, _Best(lower=way == "min"))
         return key, best
 

@@ -14,14 +14,11 @@ from typing import Any, Final
 
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
+from runlines.reading._rules import is_metric_event
 from runlines.reading._summary import RunSummary
 from runlines.serve._series import Series
 from runlines.serve._tail import LogTail
 
-_LIFECYCLE: Final = frozenset({"run_start", "run_end", "artifact", "signal"})
-# The library's own notes about a run: their numbers (a warning's line number, the last finite
-# value before a NaN) are no curves. They stay in the run table, as in runs().
-_NOT_CHARTED: Final = frozenset({"warning", "nonfinite", "stall", "stall_end"})
 _NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
 _ENV_FIELDS: Final = (
     "host", "pid", "python", "runlines", "argv", "cwd", "git_commit", "git_dirty", "world_size",
@@ -57,7 +54,8 @@ class _File:
 
     def take(self, record: Mapping[str, Any]) -> None:
         event = record.get("event")
-        if type(event) is not str or event in _LIFECYCLE or event in _NOT_CHARTED:
+        # runlines' own records are no curves (as in runs()), but for spans: a line per name
+        if type(event) is not str or (not is_metric_event(event) and event != SPAN_EVENT):
             if event == "run_start":
                 self._resume(record.get("resume_step"))
             return
