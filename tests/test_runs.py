@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -9,8 +11,12 @@ import pytest
 
 import runlines
 from _logs import T0, line, write
+from runlines.cli import main
 from runlines.reading import RunSummary
+from runlines.reading._rules import NOT_METRIC_EVENTS
 from runlines.reading._summary import is_stalled
+from runlines.serve._runs import _File
+from runlines.serve._tail import LogTail
 
 
 def _sweep(folder: Path) -> Path:
@@ -44,6 +50,48 @@ def test_train_and_eval_loss_stay_apart_and_bookkeeping_is_no_metric(tmp_path: P
     assert "loss" not in table.columns
     assert "train_step.n" not in table.columns
     assert "train_step.step" not in table.columns
+
+
+def _watched(path: Path) -> Path:
+    """Write a run with runlines' own records among its metrics, as a watched run has."""
+    return write(
+        path,
+        line("run_start", run="w", attempt=1),
+        line("train_step", run="w", ts=T0 + 1, step=1, loss=math.nan),
+        line("nonfinite", run="w", ts=T0 + 1, of_event="train_step", field="loss", step=1,
+             value="NaN", last_finite=0.5),
+        line("warning", run="w", ts=T0 + 2, category="UserWarning", message="m", lineno=12),
+        line("log", run="w", ts=T0 + 2, level="INFO", message="m", lineno=34),
+        line("stall", run="w", ts=T0 + 3, idle_s=700.0),
+        line("stall_end", run="w", ts=T0 + 4, idle_s=701.0),
+        line("system", run="w", ts=T0 + 4, cpu_percent=99.0, gpu0_mem_used_bytes=2**30),
+        line("span", run="w", ts=T0 + 5, name="fwd", duration_s=0.1),
+        line("run_end", run="w", ts=T0 + 6, attempt=1, status="ok"),
+    )  # fmt: skip
+
+
+def test_runlines_own_records_are_no_metrics_and_system_has_no_best(tmp_path: Path) -> None:
+    table = runlines.runs(_watched(tmp_path / "w.jsonl"))
+
+    metrics = [c for c in table.columns if "." in c]
+    assert metrics == ["train_step.loss", "train_step.loss.best", "system.cpu_percent",
+                       "system.gpu0_mem_used_bytes"]  # fmt: skip
+    assert table.loc[0, "system.gpu0_mem_used_bytes"] == 2**30
+
+
+def test_ls_json_and_the_dashboard_charts_follow_the_same_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _watched(tmp_path / "w.jsonl")
+    charted = _File(0, LogTail(log))
+    for record in runlines.iter_events(log):
+        charted.take(record)
+
+    assert main(["ls", "--json", str(tmp_path)]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+
+    assert not [key for key in row if key.split(".")[0] in NOT_METRIC_EVENTS]
+    assert {event for event, _ in charted.series} == {"train_step", "system", "span"}
 
 
 def test_same_names_in_two_folders_are_two_rows(tmp_path: Path) -> None:
