@@ -20,6 +20,7 @@ from runlines.cli import _summaries
 from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._lines import RAISE_HINT
+from runlines.reading._rules import json_ready
 from runlines.reading._table import quick_summary_of, summary_of
 
 __all__ = ["COMMAND_GROUPS", "follow", "main", "resolve_run"]
@@ -325,16 +326,12 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 
 
 def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Return *row* for JSON: no private keys, datetimes as ISO text, NaN as null."""
+    """Return *row* for JSON: no private keys, datetimes as ISO text, NaN as "NaN"."""
     out = {}
     for key, value in row.items():
         if key.startswith("_"):
             continue
-        if hasattr(value, "isoformat"):
-            value = value.isoformat()
-        elif isinstance(value, float) and not math.isfinite(value):
-            value = None
-        out[key] = value
+        out[key] = value.isoformat() if hasattr(value, "isoformat") else json_ready(value)
     return out
 
 
@@ -389,7 +386,7 @@ def _show(args: argparse.Namespace) -> int:
     details = _summaries.describe(reading.log_file(path))
     ranks = [_summaries.describe(log) for log in _rank_logs(path)]
     if args.json:
-        print(json.dumps(_show_json(details, ranks), default=str))
+        print(json.dumps(json_ready(_show_json(details, ranks)), default=str, allow_nan=False))
         return 0
     print(_show_header(details))
     limit = None if args.config else _CONFIG_KEYS
@@ -677,7 +674,7 @@ def _compare(args: argparse.Namespace) -> int:
             {args.by: _plain(at), **{str(c): _plain(v) for c, v in values.items()}}
             for at, values in table.iterrows()
         ]
-        print(json.dumps(found, default=str))
+        print(json.dumps(json_ready(found), default=str, allow_nan=False))
         return 0
     header = [args.by, *(str(run) for run in table.columns)]
     rows = [
@@ -729,7 +726,7 @@ def _which(args: argparse.Namespace) -> int:
             {"run": m.log.run, "log": str(m.log.path), "attempt": m.attempt, "record": m.record}
             for m in matches
         ]
-        print(json.dumps(found, default=str))
+        print(json.dumps(json_ready(found), default=str, allow_nan=False))
         return 0
     for match in matches:
         print(_which_line(match))

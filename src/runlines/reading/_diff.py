@@ -17,6 +17,7 @@ from runlines.reading._rules import (
     import_pandas,
     is_metric_event,
     is_number,
+    json_ready,
     to_float,
 )
 from runlines.reading._summary import flatten, lifecycle
@@ -73,7 +74,7 @@ class RunDiff:
         out["environment"] = {k: list(v) for k, v in self.environment.items()}
         for metric, item in zip(self.metrics, out["metrics"], strict=True):
             item["agrees"] = metric.agrees
-        return {key: _jsonable(value) for key, value in out.items()}
+        return {key: json_ready(value) for key, value in out.items()}
 
 
 def diff(
@@ -197,17 +198,6 @@ def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     if math.isinf(x) or math.isinf(y):  # an infinity, or an int beyond any float
         return bool(a == b)
     return abs(x - y) <= atol + rtol * abs(y)
-
-
-def _jsonable(value: Any) -> Any:
-    """Return *value* with non-finite floats named as the log's `_nonfinite` names them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def _plain(value: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeGuard
 
 from runlines import _layout
@@ -123,6 +123,22 @@ def direction(field: str) -> Literal["min", "max"] | None:
     if any(w in _HIGHER for w in words):
         return "max"
     return None
+
+
+def json_ready(value: Any) -> Any:
+    """Return *value* with each non-finite float as the log's `_nonfinite` names it.
+
+    The one convention of every JSON output (`--json`, the dashboard's API): ``"NaN"``,
+    ``"Infinity"`` and ``"-Infinity"``; ``null`` is a missing value. Mappings (keys as text),
+    lists and tuples are converted all the way down.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    return value
 
 
 def import_pandas(caller: str) -> Any:

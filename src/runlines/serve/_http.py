@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import hmac
 import json
-import math
 import mimetypes
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
@@ -18,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from runlines.errors import ReadError
+from runlines.reading._rules import json_ready as jsonable
 from runlines.serve._runs import RunState, RunStore
 
 _STATIC_FILES: Final = (
@@ -49,17 +49,6 @@ class ApiError(Exception):
 
 def _static(name: str) -> bytes:
     return resources.files("runlines.serve").joinpath(f"static/{name}").read_bytes()
-
-
-def jsonable(value: Any) -> Any:
-    """Return *value* with non-finite floats as the strings the log format names them by."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    return value
 
 
 def dumps(value: Any) -> bytes:
