@@ -30,8 +30,8 @@ class Sink(Protocol):
     once; the run goes on.
     """
 
-    def write(self, line: bytes) -> None:
-        """Write one encoded line (UTF-8 JSON ending in a newline)."""
+    def write(self, line: bytes, /) -> object:
+        """Write one encoded line (UTF-8 JSON ending in a newline); what it returns is ignored."""
 
     def flush(self) -> None:
         """Hand what `write` buffered on; called before `close`."""
