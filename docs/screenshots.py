@@ -18,7 +18,7 @@ import tempfile
 import time
 import zlib
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
@@ -82,7 +82,7 @@ def _train(
 
 def write_sweep(folder: Path) -> Run:
     """Write the sweep at a training pace, ending now; return the run left open (running)."""
-    start = datetime.fromtimestamp(time.time() - WRITTEN_S, timezone.utc)
+    start = datetime.fromtimestamp(time.time() - WRITTEN_S, UTC)
     with freeze_time(start) as clock:
         return _write_sweep(folder, clock.tick)
 

@@ -141,7 +141,7 @@ class TestSameFrame:
     def test_an_int_just_past_int64_stays_exact_either_way(self, tmp_path: Path) -> None:
         """2**63 has 19 digits: pyarrow reads it as a float, and Python must read it again."""
         path = tmp_path / "r.jsonl"
-        records = [{"big": 2**63}, {"big": 5}, {"big": 2**64 - 1, "c": {}}]
+        records: list[dict[str, Any]] = [{"big": 2**63}, {"big": 5}, {"big": 2**64 - 1, "c": {}}]
         _write_log(path, ["train"], records, 0)
 
         plain, copied, _ = both_frames(path)

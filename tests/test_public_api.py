@@ -21,8 +21,9 @@ PUBLIC_MODULES = sorted(
 )
 
 # Names bound at module level that are not public API, by module. run.py binds the encoders
-# when the first Run opens, and _speedups.c reads them there by name: the writer module of
-# issue #15 (item 1) takes them over, and this entry goes with it.
+# when the first Run opens (so that `import runlines` does not import orjson), as the module
+# globals that log() looks up: a writer module of their own (issue #15, item 1) takes them
+# over, and this entry goes with it.
 NOT_EXPORTED = {
     "runlines.run": {
         "JSONEncodeError",

@@ -33,7 +33,7 @@ def write_runs(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     sweep: other fields (grad_norm, a note, a nested config), then a torn last line.
     ddp: two ranks, one file each.
     """
-    quiet = {"stdout": False, "on_nonfinite": "ignore"}  # the counts below are what is logged
+    quiet: dict[str, Any] = {"stdout": False, "on_nonfinite": "ignore"}  # counts are as logged
     with Run("baseline", directory, config={"lr": 0.1, "layers": [2, 4]}, **quiet) as run:
         for step in range(1, 7):
             run.log("train_step", epoch=step // 3, step=step, loss=1.0 / step)

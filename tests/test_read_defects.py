@@ -6,6 +6,7 @@ import io
 import os
 import sys
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,9 @@ class TestFollowReplaced:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
         log = tmp_path / "later.jsonl"
-        steps = iter([lambda: None, lambda: write(log, line("train", run="later", step=7))])
+        steps: Iterator[Callable[[], object]] = iter(
+            [lambda: None, lambda: write(log, line("train", run="later", step=7))]
+        )
 
         def fake_sleep(_s: float) -> None:
             step = next(steps, None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,11 +57,14 @@ class TestNullCheck:
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch, name: str, event: str, key: str
     ) -> None:
         with Run(name, run_dir, stdout=False) as run:
-            calls = []
+            calls: list[tuple[Any, ...]] = []
             careful = runlines.run.encode_line_safe
-            monkeypatch.setattr(
-                runlines.run, "encode_line_safe", lambda *a: calls.append(a) or careful(*a)
-            )
+
+            def spy(*args: Any) -> bytes:
+                calls.append(args)
+                return careful(*args)
+
+            monkeypatch.setattr(runlines.run, "encode_line_safe", spy)
             for step in range(3):
                 run.log(event, step=step, **{key: 0.5})
             monkeypatch.undo()

@@ -260,7 +260,7 @@ class TestNvmlStart:
         monkeypatch.setattr(system, "_NVML_MODULE", "json")  # an importable module
         monkeypatch.setattr(system, "_init_nvml", slow_init)
 
-        wait = system.start_nvml(0.05)
+        wait = system._start_nvml(0.05)
         assert wait() is None  # gave up at the bound: run_start goes without GPU names
         release.set()
 
@@ -273,7 +273,7 @@ class TestNvmlStart:
         monkeypatch.setattr(system, "_NVML_MODULE", "no_such_module_here")
         before = threading.active_count()
 
-        wait = system.start_nvml(1.0)
+        wait = system._start_nvml(1.0)
 
         assert threading.active_count() == before
         assert wait() is None

@@ -85,7 +85,7 @@ def describe_process(diff_dir: Path | None = None) -> dict[str, Any]:
     }
     from runlines import system  # imported when a run opens
 
-    nvml = system.start_nvml(_GPU_WAIT_S)  # on a thread, while git runs
+    nvml = system._start_nvml(_GPU_WAIT_S)  # on a thread, while git runs
     state = git_state(cwd)
     info.update(describe_environment(nvml=nvml))
     diff = state.pop(_DIFF, None)

@@ -22,9 +22,16 @@ from runlines import fields as _f
 from runlines.encoding import NONFINITE_KEY
 from runlines.errors import NonfiniteWarning
 
-__all__ = ["ON_NONFINITE_CHOICES", "NonfiniteAlarm", "check_on_nonfinite", "last_finite"]
+__all__ = [
+    "ON_NONFINITE_CHOICES",
+    "NonfiniteAlarm",
+    "OnNonfinite",
+    "check_on_nonfinite",
+    "last_finite",
+]
 
 OnNonfinite = Literal["warn", "raise", "ignore"]
+"""What `Run(on_nonfinite=...)` takes."""
 ON_NONFINITE_CHOICES: Final = ("warn", "raise", "ignore")
 _TAIL_BYTES: Final = 1 << 20  # how far back the last finite value is looked for
 _MAX_SEEN: Final = 10_000  # distinct `_nonfinite` maps remembered: memory stays bounded

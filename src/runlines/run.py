@@ -154,7 +154,7 @@ class Run:
             None if alarm_mode is None else nonfinite.NonfiniteAlarm(alarm_mode, self.path)
         )
         console_options = ConsoleOptions.of(console_every, console_events)
-        added = tuple(map(_sinks.guard, (*sinks, *_sinks.added_sinks())))
+        added = tuple(map(_sinks._guard, (*sinks, *_sinks._added_sinks())))
         self._watching: _watching.Watching | None = None
         from runlines.capture import Capture, parse_capture  # with logging: when a run opens
 

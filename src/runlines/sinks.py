@@ -30,8 +30,8 @@ class Sink(Protocol):
     once; the run goes on.
     """
 
-    def write(self, line: bytes) -> None:
-        """Write one encoded line (UTF-8 JSON ending in a newline)."""
+    def write(self, line: bytes, /) -> object:
+        """Write one encoded line (UTF-8 JSON ending in a newline); what it returns is ignored."""
 
     def flush(self) -> None:
         """Hand what `write` buffered on; called before `close`."""
@@ -426,7 +426,7 @@ class _Guarded:
             )
 
 
-def guard(sink: object) -> _Guarded:
+def _guard(sink: object) -> _Guarded:
     """Return a user's *sink* wrapped for a run; refuse an object that is not a Sink."""
     missing = [m for m in ("write", "flush", "close") if not callable(getattr(sink, m, None))]
     if missing:
@@ -442,6 +442,6 @@ def guard(sink: object) -> _Guarded:
 _ADDED: list[Sink] = []
 
 
-def added_sinks() -> tuple[Sink, ...]:
+def _added_sinks() -> tuple[Sink, ...]:
     """Return the sinks a Run opened now adds besides its own and its `sinks=`."""
     return tuple(_ADDED)

@@ -58,7 +58,7 @@ def load_nvml() -> Any:
     return _NVML.get()
 
 
-def start_nvml(wait_s: float) -> Callable[[], Any]:
+def _start_nvml(wait_s: float) -> Callable[[], Any]:
     """Start NVML on a thread (it can take a while on a host with many GPUs); return a call
     that waits for it until *wait_s* seconds from now, then returns the module or None."""
     import importlib.util

@@ -21,6 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -62,7 +63,7 @@ def _sweep(folder: Path, count: int) -> tuple[Path, Path, float]:
     return copied, plain, (time.perf_counter() - start) / count
 
 
-def _ratio_lines(results: dict[str, Measure], sizes: dict[str, float]) -> list[str]:
+def _ratio_lines(results: Mapping[str, Measure], sizes: Mapping[str, float]) -> list[str]:
     base = results["pandas.read_json"]
     finished, floor = results["load, finished (copy)"], results["pyarrow.parquet + to_pandas"]
     live = results["load, live (JSONL only)"]

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import traceback
+from typing import Any
 
 import numpy  # noqa: F401 - imported once here, not in every forked writer
 from _payloads import logged
@@ -38,11 +39,15 @@ def write_trial(spec: dict[str, object]) -> None:
         seq += 1
 
 
+def no_git(cwd: str, timeout_s: float = 0.0) -> dict[str, Any]:
+    """run_start's git probe starts two subprocesses per Run; it has no part in durability."""
+    return {}
+
+
 def main() -> None:
     if "--torch" in sys.argv:
         import torch  # noqa: F401
-    # run_start's git probe starts two subprocesses per Run; it has no part in durability.
-    runlines._context.git_state = lambda cwd: {}
+    runlines._context.git_state = no_git
 
     for line in sys.stdin:
         spec = json.loads(line)

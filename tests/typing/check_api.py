@@ -5,6 +5,7 @@ A change that makes this file fail to type-check breaks users' type checking too
 
 from __future__ import annotations
 
+import io
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +36,7 @@ def train(directory: Path) -> Path:
         directory,
         config={"lr": 3e-4, "batch_size": 64},
         stdout=False,
-        fields=vocabulary,
+        vocabulary=vocabulary,
         redact=redactor,
     ) as run:
         run.sample("batch", every=10, aggregate=True)
@@ -61,6 +62,29 @@ def read_back(path: Path) -> float:
     return min(losses) + float(frame["accuracy"].iloc[-1]) + len(by_step) + len(top)
 
 
+class CountingSink:
+    """A sink of the user's own: any object with write(line), flush() and close()."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+
+    def write(self, line: bytes) -> None:
+        self.lines += 1
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def extra_sinks(directory: Path) -> int:
+    counting, stream = CountingSink(), io.BytesIO()  # a binary stream is a sink too
+    with Run("sinks", directory, stdout=False, sinks=[counting, stream]) as run:
+        run.log("train_step", step=1, loss=0.5)
+    return counting.lines + len(stream.getvalue())
+
+
 def handle(error: Exception) -> str:
     if isinstance(error, FieldError | ReadError | RunStateError):
         base: RunlinesError = error
@@ -74,3 +98,4 @@ def warning_category() -> type[Warning]:
 
 with tempfile.TemporaryDirectory() as tmp:
     read_back(train(Path(tmp)))
+    extra_sinks(Path(tmp))

@@ -9,7 +9,7 @@ Importing this package is light: the HTTP server is imported on first use.
 from __future__ import annotations
 
 import os
-import sys
+import sys as _sys
 import types
 import typing
 
@@ -61,4 +61,4 @@ class _CallableModule(types.ModuleType):
         serve(*sources, host=host, port=port, open_browser=open_browser)
 
 
-sys.modules[__name__].__class__ = _CallableModule
+_sys.modules[__name__].__class__ = _CallableModule
