@@ -10,6 +10,8 @@ reads the files with ``read_json`` and explicit column types, so no record's fie
 type sampling. That first pass is cached per file (path, size, mtime) for the life of the
 process. A torn line reads as a row of NULLs; the view drops it by columns that every record
 has a value in (usually ``ts`` alone), so that DuckDB still reads only the columns a query uses.
+A line nested deeper than `runlines.load` reads is found by the first pass; its file is read
+alone, rows numbered, and that row skipped: the other files' read is unchanged.
 
 Which attempt a record belongs to depends on its place in the file. For a file whose only
 ``run_start`` is its first record (the common case) the attempt is a constant. For the others
@@ -787,8 +789,9 @@ def load_duckdb(
 ) -> pd.DataFrame:
     """Return the records of *sources* as one DataFrame, read by DuckDB: `runlines.load`'s frame.
 
-    Same arguments, columns, row order and dtypes as `runlines.load` (bad lines are skipped
-    without a warning). It reads in parallel and out of core, but the frame must fit in memory.
+    Same arguments, columns, row order and dtypes as `runlines.load` (torn lines are skipped
+    without a warning, lines nested too deep with one). It reads in parallel and out of core,
+    but the frame must fit in memory.
 
     Raises:
         ReadError: a source that does not exist, or a folder without logs.
