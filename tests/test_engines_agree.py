@@ -1,9 +1,9 @@
 """Every engine (load, iter_events, query, Spark) reads the same records from awkward logs.
 
 The logs: attempts that rewind (resume_step) and a rerun without one, ranks, torn lines, NaN,
-an int beyond int64, nested values, and the same run name in two folders. iter_events yields
-raw records: the rules of `runlines.reading._rules` are applied to them here, in plain Python,
-as the reference the engines must match.
+an int beyond int64, nested values, lines nested 50,000 deep, and the same run name in two
+folders. iter_events yields raw records: the rules of `runlines.reading._rules` are applied to
+them here, in plain Python, as the reference the engines must match.
 """
 
 from __future__ import annotations
@@ -22,9 +22,16 @@ from _logs import T0, line, write
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*skipped .* not a complete JSON object:runlines.RunlinesWarning",
+    "ignore:.*skipped .* nested deeper than:runlines.RunlinesWarning",
     "ignore:PySpark does not yet fully support pandas:FutureWarning",
 )
 FIELDS = ("run", "rank", "attempt", "event", "step", "loss", "big", "cfg")
+# every reader skips a line nested deeper than 1,024 levels; here in a mixed array, which
+# DuckDB's json_structure folds into a shallow "JSON" shape
+DEEP = (
+    b'{"ts": 1767225604.5, "event": "train", "run": "baseline", "step": 9, "loss": 9.0, '
+    b'"cfg": [0, ' + b"[" * 50_000 + b"]" * 50_000 + b"]}\n"
+)
 
 
 def _awkward(root: Path) -> Path:
@@ -39,10 +46,12 @@ def _awkward(root: Path) -> Path:
         line("train", run="baseline", ts=T0 + 6, step=3, loss=0.4),
         line("run_start", run="baseline", ts=T0 + 7, attempt=3),  # a rerun, no resume_step
         line("train", run="baseline", ts=T0 + 8, step=1, loss=0.9),
+        DEEP,  # in a file whose attempts are counted
     )
     write(
         root / "exp2" / "baseline.jsonl",
         line("run_start", run="baseline", ts=T0, attempt=1),
+        DEEP,  # in a file of one attempt
         line("train", run="baseline", ts=T0 + 1, step=1, loss=2.0),
     )
     write(

@@ -252,3 +252,44 @@ class TestCliHints:
         err = capsys.readouterr().err
         assert "not a complete JSON object" in err
         assert "errors=" not in err
+
+
+class TestDeepLine:
+    """Item 17: a line nested too deep for load() is skipped, with a warning, by every engine."""
+
+    def _log(self, tmp_path: Path) -> Path:
+        deep = b"[" * 50_000 + b"]" * 50_000
+        return write(
+            tmp_path / "d.jsonl",
+            line("train", run="d", ts=T0, step=1, loss=0.5, grid=[[i] for i in range(1_100)]),
+            b'{"ts": 1767225601, "event": "train", "run": "d", "step": 2, "v": ' + deep + b"}\n",
+            b'{"ts": 1767225602, "event": "train", "run": "d", "step": 3, "v": [1, '
+            + deep
+            + b"]}\n",
+            line("train", run="d", ts=T0 + 3, step=4, loss=0.25),
+        )
+
+    def test_query_reads_the_records_load_reads(self, tmp_path: Path) -> None:
+        log = self._log(tmp_path)
+        with pytest.warns(RunlinesWarning, match="not a complete JSON object"):
+            expected = runlines.load(log)["step"].tolist()
+
+        with pytest.warns(RunlinesWarning, match=r"d\.jsonl: skipped 2 lines nested deeper") as w:
+            got = runlines.query("SELECT step FROM records ORDER BY ts", log)["step"].tolist()
+
+        assert got == expected == [1, 4]
+        assert w[0].filename == __file__
+
+    def test_load_through_duckdb_and_export_skip_them_too(self, tmp_path: Path) -> None:
+        import pyarrow.parquet as pq
+
+        log = self._log(tmp_path)
+
+        with pytest.warns(RunlinesWarning, match="nested deeper than 1,024 levels"):
+            frame = runlines.load(log, engine="duckdb")
+        with pytest.warns(RunlinesWarning, match="nested deeper than 1,024 levels"):
+            runlines.export(log, output=tmp_path / "d.parquet")
+
+        assert frame["step"].tolist() == [1, 4]
+        assert len(frame["grid"][0]) == 1_100  # many brackets, shallow: read
+        assert pq.read_table(tmp_path / "d.parquet").column("step").to_pylist() == [1, 4]

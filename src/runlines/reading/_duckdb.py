@@ -10,6 +10,8 @@ reads the files with ``read_json`` and explicit column types, so no record's fie
 type sampling. That first pass is cached per file (path, size, mtime) for the life of the
 process. A torn line reads as a row of NULLs; the view drops it by columns that every record
 has a value in (usually ``ts`` alone), so that DuckDB still reads only the columns a query uses.
+A line nested deeper than `runlines.load` reads is found by the first pass; its file is read
+alone, rows numbered, and that row skipped: the other files' read is unchanged.
 
 Which attempt a record belongs to depends on its place in the file. For a file whose only
 ``run_start`` is its first record (the common case) the attempt is a constant. For the others
@@ -22,8 +24,10 @@ attempts and two threads).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
+import sys
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -60,6 +64,8 @@ _IS_START: Final = "__runlines_is_start"
 _PREV: Final = "__runlines_prev"
 _SEEN: Final = "__runlines_seen"
 _INTERNAL: Final = "__runlines_"
+_LINE: Final = "__runlines_line"
+_MAX_DEPTH: Final = 1024  # orjson's limit: load() skips a line nested deeper
 _MAX_STRUCT_FIELDS: Final = 200  # wider objects stay JSON, as DuckDB's own map inference does
 _INSTALL: Final = "pip install 'runlines[duckdb]'"
 
@@ -103,6 +109,7 @@ class _Scan:
     shapes: tuple[tuple[str | None, str, int, int], ...]  # event, json_structure, count, first row
     first_row: int
     starts: tuple[_Start, ...]
+    deep: tuple[int, ...] = ()  # the rows in the file (from 1) of records nested too deep
 
     @property
     def is_simple(self) -> bool:
@@ -115,13 +122,21 @@ _scans: dict[tuple[str, int, int, bool], _Scan] = {}
 
 # Lines that are not JSON objects have a NULL or non-object shape: `_scan_of` leaves them out.
 # The event of each shape costs one more parse per line: only load_duckdb(event=...) needs it.
+# A line with more brackets than _MAX_DEPTH (counted in strings too) may nest deeper than load()
+# reads: its text comes back, and `_too_deep` decides as load() does. json_structure cannot: it
+# folds a mixed array into "JSON", however deep its items.
 _DISCOVER_SQL: Final = """
 SELECT filename, {event} AS event, json_structure(json) AS shape, count(*) AS n,
        min(row) AS first_row,
        list({{'row': row, 'attempt': json_extract(json, '$.attempt'),
               'resume_step': json_extract(json, '$.resume_step')}} ORDER BY row)
          FILTER (WHERE contains(json, 'run_start')
-                 AND json_extract_string(json, '$.event') = 'run_start') AS starts
+                 AND json_extract_string(json, '$.event') = 'run_start') AS starts,
+       list({{'row': row, 'text': json::VARCHAR}} ORDER BY row)
+         FILTER (WHERE strlen(json::VARCHAR) > 2 * {depth}
+                 AND strlen(json::VARCHAR)
+                     - strlen(replace(replace(json::VARCHAR, '[', ''), '{{', '')) > {depth})
+         AS deep
 FROM (
     SELECT filename, json, row_number() OVER () AS row
     FROM read_json_objects({files}, format='newline_delimited', ignore_errors=true, filename=true)
@@ -147,7 +162,7 @@ def _discover(
     todo = {str(log.path): key for log, key in zip(logs, keys, strict=True) if key not in _scans}
     if todo:
         event = "json_extract_string(json, '$.event')" if events else "NULL::VARCHAR"
-        sql = _DISCOVER_SQL.format(files=_sql_list(list(todo)), event=event)
+        sql = _DISCOVER_SQL.format(files=_sql_list(list(todo)), event=event, depth=_MAX_DEPTH)
         found: dict[str, list[tuple[Any, ...]]] = {path: [] for path in todo}
         for row in con.execute(sql).fetchall():
             found[row[0]].append(row[1:])
@@ -158,14 +173,33 @@ def _discover(
 
 def _scan_of(groups: list[tuple[Any, ...]]) -> _Scan:
     objects = [group for group in groups if group[1] is not None and group[1].startswith("{")]
-    shapes = tuple((event, shape, int(n), int(first)) for event, shape, n, first, _ in objects)
+    shapes = tuple((event, shape, int(n), int(first)) for event, shape, n, first, *_ in objects)
+    base = min((int(group[3]) for group in groups), default=1)  # the file's first row
+    deep = sorted(
+        int(found["row"])
+        for *_, candidates in objects
+        for found in candidates or ()
+        if _too_deep(found["text"])
+    )
+    skipped = set(deep)
     starts = [
         _Start(int(s["row"]), _json_value(s["attempt"]), _json_value(s["resume_step"]))
-        for *_, found in objects
+        for *_, found, _ in objects
         for s in found or ()
+        if int(s["row"]) not in skipped
     ]
-    first = min((first for *_, first, _ in objects), default=0)
-    return _Scan(shapes, first, tuple(sorted(starts, key=lambda s: s.row)))
+    first = min((first for _, _, _, first, *_ in objects), default=0)
+    rows = tuple(row - base + 1 for row in deep)
+    return _Scan(shapes, first, tuple(sorted(starts, key=lambda s: s.row)), rows)
+
+
+def _too_deep(text: str) -> bool:
+    """Return True for a record that load() skips because it nests deeper than orjson reads."""
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError as err:
+        return "depth" in str(err)
+    return False
 
 
 def _json_value(text: str | None) -> Any:
@@ -271,16 +305,14 @@ def _schema(
         key=lambda item: (item[0], item[1][3]),
     )
     shapes: list[set[str]] = []  # the names with a value, per shape read
-    deep = 0
     for _, (event, shape, count, _) in ordered:
+        try:
+            structure = orjson.loads(shape)
+        except orjson.JSONDecodeError:  # nested too deep: the view skips these records
+            continue
         if event is not None:
             seen_events.add(event)
         if events is not None and event not in events:
-            continue
-        try:
-            structure = orjson.loads(shape)
-        except orjson.JSONDecodeError:  # nested deeper than any reader takes: load() skips it
-            deep += count
             continue
         shapes.append(set())
         for name, value in structure.items():
@@ -289,12 +321,6 @@ def _schema(
             counts[name] = counts.get(name, 0) + (count if kind != "null" else 0)
             if kind != "null":
                 shapes[-1].add(name)
-    if deep:
-        msg = (
-            f"{deep} records are nested too deep to read (over 1,024 levels): their fields "
-            "other than those of shallower records read as NULL; load() skips these lines"
-        )
-        warnings.warn(msg, RunlinesWarning, stacklevel=5)
     for name in _FIRST:
         kinds.setdefault(name, "null")
     nonfinite = kinds.get(NONFINITE_KEY)
@@ -381,12 +407,6 @@ class _Plan:
     has_rank: bool
 
     @property
-    def simple(self) -> list[str]:
-        return [
-            str(log.path) for log, scan in zip(self.logs, self.scans, strict=True) if scan.is_simple
-        ]
-
-    @property
     def counted(self) -> list[str]:
         return [
             str(log.path)
@@ -394,8 +414,22 @@ class _Plan:
             if not scan.is_simple
         ]
 
+    def reads(self, *, counted: bool) -> list[tuple[list[str], tuple[int, ...]]]:
+        """Return the groups of files to read together, with the rows to skip in each.
 
-def _read_sql(plan: _Plan, files: list[str], *, ordered: bool) -> str:
+        A file with records nested too deep is read alone: its rows are numbered to skip them.
+        """
+        pairs = [
+            (str(log.path), scan)
+            for log, scan in zip(self.logs, self.scans, strict=True)
+            if scan.is_simple != counted
+        ]
+        plain = [path for path, scan in pairs if not scan.deep]
+        groups = [(plain, ())] if plain else []
+        return groups + [([path], scan.deep) for path, scan in pairs if scan.deep]
+
+
+def _read_sql(plan: _Plan, files: list[str], skip: tuple[int, ...], *, ordered: bool) -> str:
     schema = plan.schema
     columns = ", ".join(
         f"{_literal(name)}: {_literal(schema.column_type(name))}" for name in schema.kinds
@@ -404,14 +438,18 @@ def _read_sql(plan: _Plan, files: list[str], *, ordered: bool) -> str:
         f"read_json({_sql_list(files)}, format='newline_delimited', records=true, "
         f"ignore_errors=true, filename='{_FILE}', columns={{{columns}}})"
     )
-    row = f", row_number() OVER () AS {_ROW}" if ordered else ""
-    return f"SELECT *{row} FROM {read}"
+    row = f", row_number() OVER () AS {_ROW}" if ordered or skip else ""
+    if not skip:
+        return f"SELECT *{row} FROM {read}"
+    # the rows of one file, numbered as the discovery pass numbered them (both skip blank lines)
+    rows = ", ".join(map(str, skip))
+    return f"SELECT * FROM (SELECT *{row} FROM {read}) WHERE {_ROW} NOT IN ({rows})"
 
 
-def _counted_sql(plan: _Plan, *, ordered: bool) -> str:
-    """Return the read of the files whose records need their run_start counted: `_K` per row."""
+def _counted_sql(plan: _Plan, files: list[str], skip: tuple[int, ...], *, ordered: bool) -> str:
+    """Return the read of files whose records need their run_start counted: `_K` per row."""
     is_start = f"CAST(coalesce(event = 'run_start', false) AS INTEGER) AS {_IS_START}"
-    read = _read_sql(plan, plan.counted, ordered=ordered)
+    read = _read_sql(plan, files, skip, ordered=ordered)
     marked = f"SELECT *, {is_start}, lag({_FILE}) OVER () AS {_PREV} FROM ({read})"
     seen = f"SELECT *, sum({_IS_START}) OVER (ROWS UNBOUNDED PRECEDING) AS {_SEEN} FROM ({marked})"
     base = f"CASE WHEN {_PREV} IS DISTINCT FROM {_FILE} THEN {_SEEN} - {_IS_START} END"
@@ -431,9 +469,8 @@ def _field_sql(schema: _Schema, name: str) -> str:
 def _base_sql(plan: _Plan, *, superseded: bool, ordered: bool) -> str:
     """Return the SELECT of every record with run, rank and attempt, and internal columns."""
     schema = plan.schema
-    parts = [_read_sql(plan, plan.simple, ordered=ordered)] if plan.simple else []
-    if plan.counted:
-        parts.append(_counted_sql(plan, ordered=ordered))
+    parts = [_read_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=False)]
+    parts += [_counted_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=True)]
     source = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     attempt = "coalesce(s.attempt, f.attempt)" if plan.counted else "f.attempt"
     columns = ["r.ts AS ts", "r.event AS event", "coalesce(f.label, r.run, f.run) AS run"]
@@ -465,7 +502,9 @@ def _latest_sql(plan: _Plan) -> str:
 
     A later attempt's record wins over an earlier one's at the same (event, step).
     """
-    counted = _counted_sql(plan, ordered=False)
+    counted = " UNION ALL BY NAME ".join(
+        f"({_counted_sql(plan, *group, ordered=False)})" for group in plan.reads(counted=True)
+    )
     return (
         f'SELECT {_FILE} AS file, event, CAST("step" AS DOUBLE) AS step, max({_K}) AS k '
         f'FROM ({counted}) WHERE "step" IS NOT NULL GROUP BY ALL'
@@ -550,9 +589,34 @@ def _plan(
 ) -> _Plan:
     logs = find_logs(*sources)
     scans = _discover(con, logs, events=events is not None)
+    _warn_deep(logs, scans)
     schema = _schema(scans, events, nested_as_json=nested_as_json)
     has_rank = "rank" in schema.kinds or any(log.rank is not None for log in logs)
     return _Plan(logs, scans, schema, has_rank)
+
+
+def _warn_deep(logs: Sequence[LogFile], scans: Sequence[_Scan]) -> None:
+    """Warn once per file of records skipped for nesting too deep, as `runlines.load` skips them."""
+    for log, scan in zip(logs, scans, strict=True):
+        if scan.deep:
+            count = len(scan.deep)
+            msg = (
+                f"{log.path}: skipped {count} {'line' if count == 1 else 'lines'} nested deeper "
+                f"than {_MAX_DEPTH:,} levels, as runlines.load() does; the other records are read"
+            )
+            warnings.warn(msg, RunlinesWarning, stacklevel=_caller_level())
+
+
+def _caller_level() -> int:
+    """Return the stacklevel of the first frame outside runlines (and contextlib): the user's."""
+    package = str(Path(__file__).resolve().parent.parent)
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and (
+        frame.f_code.co_filename.startswith(package)
+        or frame.f_code.co_filename == contextlib.__file__
+    ):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _create_views(
@@ -725,8 +789,9 @@ def load_duckdb(
 ) -> pd.DataFrame:
     """Return the records of *sources* as one DataFrame, read by DuckDB: `runlines.load`'s frame.
 
-    Same arguments, columns, row order and dtypes as `runlines.load` (bad lines are skipped
-    without a warning). It reads in parallel and out of core, but the frame must fit in memory.
+    Same arguments, columns, row order and dtypes as `runlines.load` (torn lines are skipped
+    without a warning, lines nested too deep with one). It reads in parallel and out of core,
+    but the frame must fit in memory.
 
     Raises:
         ReadError: a source that does not exist, or a folder without logs.
