@@ -47,7 +47,7 @@ def runlines_pure(
         runlines.run._Writer = saved
 
 
-def seed_helper(out_path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+def _seed_log(out_path: Path) -> tuple[Callable[..., None], Callable[[], None]]:
     """The seed document's helper, writing to stdout and to a file, flushed per line."""
     file = open(out_path, "a")  # noqa: SIM115 - closed by the returned closer
 
@@ -59,33 +59,32 @@ def seed_helper(out_path: Path) -> tuple[Callable[[int], None], Callable[[], Non
         file.write(line)
         file.flush()
 
+    return log, file.close
+
+
+def seed_helper(out_path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """The seed document's helper, as its users call it with numbers."""
+    log, close = _seed_log(out_path)
+
     def loop(n: int) -> None:
         for step in range(n):
             log("train_step", epoch=3, step=step, loss=0.412, lr=3e-4)
 
-    return loop, file.close
+    return loop, close
 
 
 def seed_item(out_path: Path) -> tuple[Callable[[int], None], Callable[[], None]]:
     """The seed helper, as its users call it with a tensor loss: loss.item() first."""
     import torch
 
-    file = open(out_path, "a")  # noqa: SIM115 - closed by the returned closer
+    log, close = _seed_log(out_path)
     loss = torch.tensor(0.412)
-
-    def log(event: str, **fields: object) -> None:
-        record = {"ts": time.time(), "event": event, "run": "baseline", **fields}
-        line = json.dumps(record) + "\n"
-        sys.stdout.write(line)
-        sys.stdout.flush()
-        file.write(line)
-        file.flush()
 
     def loop(n: int) -> None:
         for step in range(n):
             log("train_step", epoch=3, step=step, loss=loss.item(), lr=3e-4)
 
-    return loop, file.close
+    return loop, close
 
 
 def runlines_string(directory: Path) -> tuple[Callable[[int], None], Callable[[], None]]:

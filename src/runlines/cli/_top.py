@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _layout
-from runlines._layout import LOG_SUFFIX, RUN_START, not_regular_reason
+from runlines._layout import LOG_SUFFIX, RUN_START
 from runlines.errors import ReadError
-from runlines.reading._files import LogFile, is_locked, log_file, run_labels
+from runlines.reading._files import LogFile, check_source, is_locked, log_file, run_labels
 from runlines.reading._lines import LogFollower, decode_line, lines_containing, open_log
 from runlines.reading._rules import BOOKKEEPING, NOT_METRIC_EVENTS
 from runlines.reading._summary import RunSummary
@@ -331,13 +331,8 @@ class Top:
 
     def _check_sources(self) -> None:
         for source in self.sources:
-            if not source.exists():
-                msg = f"no such log or folder: {source}; pass a folder of logs or a .jsonl log"
-                raise ReadError(msg, str(source))
-            kind = not_regular_reason(source)
-            if kind is not None:
-                msg = f"{source} is {kind}, not a regular file; pass a folder of logs or a log"
-                raise ReadError(msg, str(source))
+            if not source.is_dir():  # a folder may be empty: its runs can start later
+                check_source(source)
 
     def refresh(self) -> int:
         """Pick up new logs, read what each log gained; return the bytes read in all."""

@@ -65,14 +65,19 @@ def _logs_of(source: Path) -> list[LogFile]:
             )
             raise ReadError(msg, str(source))
         return sorted(logs, key=lambda log: (log.run, log.rank or 0))
+    check_source(source)
+    return [log_file(source)]
+
+
+def check_source(source: Path) -> None:
+    """Raise ReadError unless *source* is a folder or a regular file (never a FIFO)."""
     if not source.exists():
-        msg = f"no such log: {source}; pass a .jsonl log file or a folder of logs"
+        msg = f"no such log or folder: {source}; pass a folder of logs or a .jsonl log file"
         raise ReadError(msg, str(source))
     kind = not_regular_reason(source)
     if kind is not None:
-        msg = f"{source} is {kind}, not a regular file; pass a .jsonl log file or a folder of logs"
+        msg = f"{source} is {kind}, not a regular file; pass a folder of logs or a .jsonl log file"
         raise ReadError(msg, str(source))
-    return [log_file(source)]
 
 
 def is_locked(log: str | os.PathLike[str]) -> bool:
