@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from runlines import Run
-from runlines.encoding import encode_line
+from runlines._encoding import encode_line
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 

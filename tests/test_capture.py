@@ -11,7 +11,7 @@ from typing import TextIO
 import pytest
 
 from runlines import RunlinesWarning
-from runlines.capture import Capture, CaptureSettings, parse_capture
+from runlines._capture import Capture, CaptureSettings, parse_capture
 
 Records = list[tuple[str, dict[str, object]]]
 

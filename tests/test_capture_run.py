@@ -13,7 +13,7 @@ from typing import Any, TextIO
 import pytest
 
 from runlines import FieldDriftWarning, Run
-from runlines.capture import CaptureSettings
+from runlines._capture import CaptureSettings
 
 
 def _records(path: Path, event: str | None = None) -> list[dict[str, Any]]:

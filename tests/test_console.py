@@ -15,7 +15,7 @@ import pytest
 
 from _watching_fakes import FakeClock
 from runlines import Run
-from runlines.console import ConsoleOptions, TrainingConsole
+from runlines._console import ConsoleOptions, TrainingConsole
 from runlines.sinks import StdoutSink
 
 T0 = 1767268800.0

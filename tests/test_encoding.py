@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runlines import FieldError, Run, RunlinesWarning
-from runlines.encoding import (
+from runlines._encoding import (
     MAX_INLINE_ITEMS,
     encode_line,
     encode_line_safe,
@@ -309,7 +309,7 @@ def test_runlines_warnings_point_at_the_users_call(
 ) -> None:
     if pure:
         monkeypatch.setattr("runlines.run._Writer", None)
-    monkeypatch.setattr("runlines.encoding._warned_types", set())
+    monkeypatch.setattr("runlines._encoding._warned_types", set())
 
     with Run("r", run_dir, stdout=False) as run, pytest.warns(RunlinesWarning) as caught:
         run.log("v", thing=_Opaque())  # cannot encode: its repr

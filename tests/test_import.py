@@ -18,7 +18,7 @@ DEFERRED = (
     *("orjson", "filelock", "numpy", "pandas", "pyarrow", "torch", "matplotlib"),
     *("dataclasses", "inspect", "pathlib", "traceback", "uuid", "json", "datetime", "signal"),
     *("mmap", "subprocess", "platform", "socket", "secrets", "logging", "hashlib", "base64"),
-    *("runlines.encoding", "runlines.fields", "runlines.capture", "runlines.artifacts"),
+    *("runlines._encoding", "runlines.fields", "runlines._capture", "runlines.artifacts"),
     *("runlines.reading", "runlines.sql"),
 )
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import runlines
 import runlines.reading._arrow as reading  # the pyarrow engine: its private knobs
 from runlines import RunlinesWarning
-from runlines.encoding import encode_line
+from runlines._encoding import encode_line
 from runlines.errors import RunlinesError
 from runlines.reading._parquet import write_copy
 

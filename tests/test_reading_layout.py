@@ -8,7 +8,7 @@ from pathlib import Path
 import runlines.reading
 
 SRC = Path(runlines.reading.__file__).resolve().parents[1]
-WRITE_SIDE = {"run", "sinks", "sampling", "artifacts", "capture", "_lifecycle", "spans"}
+WRITE_SIDE = {"run", "sinks", "sampling", "artifacts", "_capture", "_lifecycle", "spans"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -31,7 +31,7 @@ def _module(path: Path) -> str:
 
 def _read_side() -> dict[str, set[str]]:
     files = [*(SRC / "reading").glob("*.py"), *(SRC / "cli").glob("*.py"), SRC / "_layout.py"]
-    files += [SRC / "sql.py", SRC / "spark.py", SRC / "plotting.py"]
+    files += [SRC / "sql.py", SRC / "spark.py", SRC / "_plotting.py"]
     return {_module(f): _imports(f) for f in files}
 
 

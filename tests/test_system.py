@@ -12,7 +12,7 @@ import pytest
 
 from _watching_fakes import FakeNvml, fake_proc, manual_watcher
 from runlines import Run, _watch
-from runlines.system import SystemSampler, describe_gpus, gpus_in_use
+from runlines._system import SystemSampler, describe_gpus, gpus_in_use
 
 
 def records(path: Path, event: str) -> list[dict[str, Any]]:
@@ -157,7 +157,7 @@ class TestRecords:
     ) -> None:
         watcher, clock = manual_watcher(monkeypatch)
         sampler = _Sampler()
-        monkeypatch.setattr("runlines.system.SystemSampler", lambda: sampler)
+        monkeypatch.setattr("runlines._system.SystemSampler", lambda: sampler)
 
         with Run("r", run_dir, stdout=False, system=5.0) as run:
             watcher.run_due()  # at open: nothing yet
@@ -190,7 +190,7 @@ class TestRecords:
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         watcher, clock = manual_watcher(monkeypatch)
-        monkeypatch.setattr("runlines.system.SystemSampler", _Sampler)
+        monkeypatch.setattr("runlines._system.SystemSampler", _Sampler)
         run = Run("r", run_dir, stdout=False, system=1.0)
         clock.tick(1.0)
         watcher.run_due()
@@ -247,7 +247,7 @@ class TestNvmlStart:
     def test_a_slow_nvml_start_does_not_hold_up_the_open(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from runlines import system
+        from runlines import _system
 
         release = threading.Event()
         nvml = FakeNvml(count=1)
@@ -256,24 +256,24 @@ class TestNvmlStart:
             release.wait()
             return nvml
 
-        monkeypatch.setattr(system, "_NVML", system._Nvml())
-        monkeypatch.setattr(system, "_NVML_MODULE", "json")  # an importable module
-        monkeypatch.setattr(system, "_init_nvml", slow_init)
+        monkeypatch.setattr(_system, "_NVML", _system._Nvml())
+        monkeypatch.setattr(_system, "_NVML_MODULE", "json")  # an importable module
+        monkeypatch.setattr(_system, "_init_nvml", slow_init)
 
-        wait = system._start_nvml(0.05)
+        wait = _system._start_nvml(0.05)
         assert wait() is None  # gave up at the bound: run_start goes without GPU names
         release.set()
 
-        assert system.load_nvml() is nvml  # the sampler gets it once it has started
+        assert _system.load_nvml() is nvml  # the sampler gets it once it has started
 
     def test_without_nvidia_ml_py_no_thread_starts(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from runlines import system
+        from runlines import _system
 
-        monkeypatch.setattr(system, "_NVML", system._Nvml())
-        monkeypatch.setattr(system, "_NVML_MODULE", "no_such_module_here")
+        monkeypatch.setattr(_system, "_NVML", _system._Nvml())
+        monkeypatch.setattr(_system, "_NVML_MODULE", "no_such_module_here")
         before = threading.active_count()
 
-        wait = system._start_nvml(1.0)
+        wait = _system._start_nvml(1.0)
 
         assert threading.active_count() == before
         assert wait() is None

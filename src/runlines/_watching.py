@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from runlines import _layout, _watch
 from runlines import fields as _f
-from runlines.stall import StallWatch, dump_stacks
+from runlines._stall import StallWatch, dump_stacks
 
 __all__ = ["DEFAULT_SYSTEM_S", "Watching", "check_system"]
 
@@ -73,7 +73,7 @@ class Watching:
         now = self._watcher.clock()
         if system_s is not None:
             if sampler is None:
-                from runlines.system import SystemSampler
+                from runlines._system import SystemSampler
 
                 sampler = SystemSampler()
             self._sampler = sampler

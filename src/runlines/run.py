@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from runlines import fields as _fields
-    from runlines.capture import CaptureSettings
-    from runlines.encoding import Redact
+    from runlines._capture import CaptureSettings
+    from runlines._encoding import Redact
     from runlines.fields import Vocabulary
 
 # The C fast path of log(), when it was built at install time (see _speedups/speedups.c).
@@ -144,19 +144,19 @@ class Run:
         _check_resume_step(resume_step)
         _check_console(console)
         # Watching a live run (docs/watching.md): options checked before anything is written.
-        from runlines import _watching, nonfinite, stall
-        from runlines.console import ConsoleOptions
+        from runlines import _nonfinite, _stall, _watching
+        from runlines._console import ConsoleOptions
 
         system_s = _watching.check_system(system)
-        stall_after_s = stall.check_stall_after(stall_after)
-        alarm_mode = nonfinite.check_on_nonfinite(on_nonfinite)
+        stall_after_s = _stall.check_stall_after(stall_after)
+        alarm_mode = _nonfinite.check_on_nonfinite(on_nonfinite)
         self._alarm = (
-            None if alarm_mode is None else nonfinite.NonfiniteAlarm(alarm_mode, self.path)
+            None if alarm_mode is None else _nonfinite.NonfiniteAlarm(alarm_mode, self.path)
         )
         console_options = ConsoleOptions.of(console_every, console_events)
         added = tuple(map(_sinks._guard, (*sinks, *_sinks._added_sinks())))
         self._watching: _watching.Watching | None = None
-        from runlines.capture import Capture, parse_capture  # with logging: when a run opens
+        from runlines._capture import Capture, parse_capture  # with logging: when a run opens
 
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
         # Every argument is checked by now, and the checks below only read: a refused Run
@@ -1155,7 +1155,7 @@ def _config_dict(config: Any) -> dict[str, Any] | None:
     if config is None:
         return None
     if isinstance(config, Mapping):
-        from runlines.encoding import read_mapping
+        from runlines._encoding import read_mapping
 
         return read_mapping(config)  # an unresolvable ${...} entry is written, not raised
     import dataclasses
@@ -1254,11 +1254,11 @@ def _load() -> None:
         return  # an earlier run bound them
     import orjson
 
-    from runlines import encoding
+    from runlines import _encoding
     from runlines import fields as _fields
 
-    JSONEncodeError, _OPTIONS = orjson.JSONEncodeError, encoding.ORJSON_OPTIONS
-    encode_default = encoding.encode_default
-    encode_line, encode_line_safe = encoding.encode_line, encoding.encode_line_safe
-    check_inline = encoding.check_inline
+    JSONEncodeError, _OPTIONS = orjson.JSONEncodeError, _encoding.ORJSON_OPTIONS
+    encode_default = _encoding.encode_default
+    encode_line, encode_line_safe = _encoding.encode_line, _encoding.encode_line_safe
+    check_inline = _encoding.check_inline
     _dumps = orjson.dumps  # last: a run opening in another thread now finds all of them

@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from runlines.encoding import encode_line
+from runlines._encoding import encode_line
 
 START_TS = 1_767_225_600.0
 SQL = (

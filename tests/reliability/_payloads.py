@@ -10,7 +10,7 @@ import math
 import random
 from typing import Any, Final
 
-from runlines.encoding import MAX_INLINE_CHARS, MAX_INLINE_ITEMS
+from runlines._encoding import MAX_INLINE_CHARS, MAX_INLINE_ITEMS
 
 KINDS: Final = ("tiny", "fields", "array", "array_nonfinite", "long_string", "nested")
 #: Kinds that need torch or write tens of megabytes a record: --long only.

@@ -162,7 +162,7 @@ def test_any_value_is_written_as_one_strict_json_line(fields: dict[str, Any]) ->
 
         records, tail = read_log(run.path)  # json.loads refusing NaN, and orjson, on every line
         assert tail == b""
-        from runlines.encoding import restore_nonfinite
+        from runlines._encoding import restore_nonfinite
 
         fields_back = restore_nonfinite(records[1])
         assert same(written(fields), {k: fields_back[k] for k in fields_back if k in fields})
@@ -407,7 +407,7 @@ def test_hostile_objects_never_make_log_raise(run_dir: Path, redact: bool) -> No
 def test_an_array_over_the_inline_limit_is_refused_at_the_call_and_the_run_goes_on(
     run_dir: Path,
 ) -> None:
-    from runlines.encoding import MAX_INLINE_ITEMS
+    from runlines._encoding import MAX_INLINE_ITEMS
 
     with Run("r", run_dir, stdout=False) as run:
         run.log("v", at_limit=np.zeros(MAX_INLINE_ITEMS))
@@ -541,7 +541,7 @@ def test_a_sequence_or_string_over_the_inline_limit_is_refused_on_every_path(
 
 
 def test_values_at_the_inline_limit_are_written(run_dir: Path) -> None:
-    from runlines.encoding import MAX_INLINE_CHARS, MAX_INLINE_ITEMS
+    from runlines._encoding import MAX_INLINE_CHARS, MAX_INLINE_ITEMS
 
     with Run("r", run_dir, stdout=False) as run:
         for _ in range(2):

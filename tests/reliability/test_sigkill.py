@@ -25,7 +25,7 @@ from _reliability import CHILD_TIMEOUT_S, read_log, spawn, strict_loads
 
 import runlines
 from runlines import Run, RunlinesWarning
-from runlines.encoding import restore_nonfinite
+from runlines._encoding import restore_nonfinite
 from runlines.reading import run_status
 
 # The most acknowledgements a trial waits for before the kill, per kind: bigger records, fewer.

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from runlines import _native, reading
+from runlines._encoding import format_console
 from runlines._version import __version__
 from runlines.cli import _summaries
-from runlines.encoding import format_console
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._lines import RAISE_HINT
 from runlines.reading._rules import json_ready
@@ -695,7 +695,7 @@ def _plain(value: Any) -> Any:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from runlines.plotting import plot_metric
+    from runlines._plotting import plot_metric
 
     table = _compare_table(args)
     path = plot_metric(table, args.output, metric=args.metric, by=args.by)

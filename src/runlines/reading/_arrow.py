@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 
-from runlines.encoding import NONFINITE_KEY, restore_nonfinite
+from runlines._encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, ReadError, RunlinesWarning
 from runlines.reading._files import LogFile
 from runlines.reading._lines import (

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
-from runlines.encoding import NONFINITE_KEY, restore_nonfinite
+from runlines._encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, QueryError, ReadError, RunlinesWarning
 from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._rules import attempt_numbers, event_names, step_cutoffs

@@ -12,8 +12,8 @@ from typing import Any, Final
 
 import orjson
 
+from runlines._encoding import restore_nonfinite
 from runlines._layout import open_regular
-from runlines.encoding import restore_nonfinite
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading._files import is_locked
 from runlines.reading._rules import HINT, Errors, check_errors

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlparse
 
+from runlines._encoding import NONFINITE_KEY
 from runlines._layout import LOG_SUFFIX
-from runlines.encoding import NONFINITE_KEY
 from runlines.reading._files import log_file, run_labels
 from runlines.reading._rules import attempt_numbers, step_cutoffs
 

@@ -19,7 +19,7 @@ import orjson
 
 from runlines import _layout
 from runlines import fields as _f
-from runlines.encoding import NONFINITE_KEY
+from runlines._encoding import NONFINITE_KEY
 from runlines.errors import NonfiniteWarning
 
 __all__ = [

@@ -21,7 +21,7 @@ from typing import Any, Final
 import orjson
 
 from runlines import _layout
-from runlines.encoding import format_console, restore_nonfinite
+from runlines._encoding import format_console, restore_nonfinite
 from runlines.sinks import StdoutSink
 
 __all__ = ["LINE_EVENTS", "ConsoleOptions", "TrainingConsole"]
