@@ -9,10 +9,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from runlines.errors import RunlinesError
+from runlines.reading._rules import json_ready
 
 __all__ = ["add_commands"]
 
@@ -70,10 +72,50 @@ def _query(args: argparse.Namespace) -> int:
             )
             print(f"wrote {path}")
             return
+        if args.json:
+            print(_rows_json(args.sql, args.sources, superseded=args.superseded))
+            return
         frame = sql.query(args.sql, *args.sources, superseded=args.superseded)
-        print(frame.to_json(orient="records", date_format="iso") if args.json else _table(frame))
+        print(_table(frame))
 
     return _reporting_errors(run)
+
+
+def _rows_json(text: str, sources: list[str], *, superseded: bool) -> str:
+    """Return the rows of SQL *text* as a JSON array, in the convention of every `--json`.
+
+    Taken from DuckDB's rows, not a pandas frame: a float column in pandas holds NULL as NaN,
+    so a NaN the run logged and a value it never logged would print alike.
+    """
+    import contextlib
+    import json
+
+    from runlines import sql
+    from runlines.reading._duckdb import _run_sql
+
+    with contextlib.closing(sql.connect(*sources, superseded=superseded)) as con:
+        relation = _run_sql(con, text)
+        if relation is None:  # a statement without a result, e.g. CREATE TABLE
+            return "[]"
+        names, rows = relation.columns, relation.fetchall()
+    found = [
+        {name: _json_value(value) for name, value in zip(names, row, strict=True)} for row in rows
+    ]
+    return json.dumps(found, default=str, allow_nan=False)
+
+
+def _json_value(value: Any) -> Any:
+    """Return a DuckDB value for JSON: non-finite floats as "NaN"..., datetimes as ISO text."""
+    if isinstance(value, float):
+        return json_ready(value)
+    if isinstance(value, dict):
+        return {str(key): _json_value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(item) for item in value]
+    if isinstance(value, Decimal):
+        return json_ready(float(value))
+    isoformat = getattr(value, "isoformat", None)
+    return isoformat() if callable(isoformat) else value
 
 
 def _table(frame: Any) -> str:
