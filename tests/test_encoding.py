@@ -287,7 +287,7 @@ def test_torch_devices_and_dtypes_are_written_as_their_str_without_a_warning(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
     config = {"device": torch.device("cpu"), "dtype": torch.bfloat16, "np": np.dtype("int8")}
 
     with Run("r", run_dir, stdout=False, config=config) as run:  # filterwarnings=error
@@ -308,7 +308,7 @@ def test_runlines_warnings_point_at_the_users_call(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
     monkeypatch.setattr("runlines._encoding._warned_types", set())
 
     with Run("r", run_dir, stdout=False) as run, pytest.warns(RunlinesWarning) as caught:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-import runlines.run
+import runlines._writer
 from runlines import Run
 
 
@@ -58,13 +58,13 @@ class TestNullCheck:
     ) -> None:
         with Run(name, run_dir, stdout=False) as run:
             calls: list[tuple[Any, ...]] = []
-            careful = runlines.run.encode_line_safe
+            careful = runlines._writer._encode_line_safe
 
             def spy(*args: Any) -> bytes:
                 calls.append(args)
                 return careful(*args)
 
-            monkeypatch.setattr(runlines.run, "encode_line_safe", spy)
+            monkeypatch.setattr(runlines._writer, "_encode_line_safe", spy)
             for step in range(3):
                 run.log(event, step=step, **{key: 0.5})
             monkeypatch.undo()

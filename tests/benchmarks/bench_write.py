@@ -29,7 +29,7 @@ from pathlib import Path
 
 import orjson
 
-import runlines.run
+import runlines._writer
 from runlines import Run
 
 FIELDS = {"epoch": 3, "step": 1200, "loss": 0.412, "lr": 3e-4}
@@ -39,12 +39,12 @@ def runlines_pure(
     directory: Path, name: str = "bench"
 ) -> tuple[Callable[[int], None], Callable[[], None]]:
     """Run.log on its pure-Python path, as runlines runs when installed without a C compiler."""
-    saved = runlines.run._Writer
-    runlines.run._Writer = None
+    saved = runlines._writer._CWriter
+    runlines._writer._CWriter = None
     try:
         return runlines_log(directory, name)
     finally:
-        runlines.run._Writer = saved
+        runlines._writer._CWriter = saved
 
 
 def _seed_log(out_path: Path) -> tuple[Callable[..., None], Callable[[], None]]:
@@ -214,7 +214,9 @@ def print_table(results: dict[str, list[float]]) -> None:
     ours = results["runlines Run.log"]
     seed = results["seed helper (json.dumps + 2 writes + 2 flushes)"]
     floor_ = results["floor: pre-encoded os.write x2"]
-    fast = "on" if runlines.run._Writer is not None else "off (RUNLINES_NO_SPEEDUPS or not built)"
+    fast = (
+        "on" if runlines._writer._CWriter is not None else "off (RUNLINES_NO_SPEEDUPS or not built)"
+    )
     print(f"C fast path of Run.log: {fast}")
     print()
     print("| contender | us/event (median) | runlines / contender (median ratio) |")
