@@ -196,17 +196,17 @@ class Writer:
         record["status"] = status
         if exc_type is not None:
             record["exc_type"] = exc_type
+        # The names are redacted str and duration_s a float: only a non-finite duration writes
+        # a null, so that is looked at, not the line (a span named "nullify" stays plain).
+        if duration_s - duration_s != 0.0:
+            self.emit_open(_encode_line_safe(record, None))
+            return
         twin = self.twin
         if twin is not None and twin.enabled and twin.write_record(record):
             return
-        # The names are redacted str and duration_s a float: only a non-finite duration writes
-        # a null, so that is looked at, not the line (a span named "nullify" stays plain).
-        if duration_s - duration_s == 0.0:
-            try:
-                line = _dumps(record, option=_OPTIONS)
-            except _JSONEncodeError:  # a lone surrogate in a name
-                line = _encode_line_safe(record, None)
-        else:
+        try:
+            line = _dumps(record, option=_OPTIONS)
+        except _JSONEncodeError:  # a lone surrogate in a name
             line = _encode_line_safe(record, None)
         self.emit_open(line)
 

@@ -702,9 +702,11 @@ writer_write_span(Writer *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *name = args[0], *duration = args[1], *parent = args[2], *status = args[3];
     PyObject *exc_type = args[4], *fields = args[5];
+    /* a non-finite duration is written as null with its `_nonfinite` mark: Python does that */
     if (!PyDict_CheckExact(fields) || PyDict_GET_SIZE(fields) != 0 ||
         !PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(status) ||
-        (exc_type != Py_None && !PyUnicode_CheckExact(exc_type))) {
+        (exc_type != Py_None && !PyUnicode_CheckExact(exc_type)) ||
+        !PyFloat_CheckExact(duration) || !isfinite(PyFloat_AS_DOUBLE(duration))) {
         return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
     }
     if (PyDict_GET_SIZE(self->samplers) != 0) {
