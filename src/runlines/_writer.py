@@ -246,8 +246,7 @@ class Writer:
     # -- records of runlines' own -------------------------------------------------------------
 
     def line(self, event: str, fields: Mapping[str, Any]) -> bytes:
-        """Return a record of runlines' own (run_start, artifacts, captures) as a line:
-        stamped, redacted, the careful path."""
+        """Return a record of runlines' own (run_start, a capture) as a line, the careful way."""
         record: dict[str, Any] = {"ts": _now(), "event": event, "run": self.name}
         if self.rank is not None:
             record["rank"] = self.rank
@@ -338,8 +337,7 @@ class Writer:
         self._sync()
 
     def shut(self) -> None:
-        """Refuse every write from now on: the run began to close (what it writes itself
-        it writes with `emit`, holding `lock`)."""
+        """Refuse every write from now on; the closing run writes its own with `emit`."""
         self.open = False
         self.plans.clear()
         self._sync()

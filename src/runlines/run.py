@@ -295,8 +295,7 @@ class Run:
     # -- the writer ---------------------------------------------------------------------------
 
     def _install_writer(self) -> None:
-        """Put the writer's log() (its C twin when built) in front of log(), and span() too,
-        unless a subclass has its own."""
+        """Put the writer's log() in front of log() (the C twin's, and its span(), when built)."""
         if type(self).log is not Run.log:
             return  # a subclass's own log() must run: it reaches the writer through Run.log
         own_span = type(self).span is Run.span

@@ -267,7 +267,7 @@ def print_table(results: dict[str, list[float]]) -> None:
     nullspace = statistics.median(n / p for n, p in zip(results[NULLSPACE], pure, strict=True))
     print(f"pure Python, run 'nullspace' / run 'bench': {nullspace:.2f} (was 2.8 before plans)")
     nullify = statistics.median(n / s for n, s in zip(results[NULLIFY], results[SPAN], strict=True))
-    print(f"pure Python, span 'nullify' / span 'step': {nullify:.2f} (was 1.6 with the line scan)")
+    print(f"pure Python, span 'nullify' / span 'step': {nullify:.2f} (was 1.7 with the line scan)")
 
 
 if __name__ == "__main__":
