@@ -68,9 +68,9 @@ def _pure_python(monkeypatch: pytest.MonkeyPatch) -> None:
     For tests that replace the Python functions log() writes with: the C path calls write(2)
     itself and would not see the replacement.
     """
-    import runlines.run
+    import runlines._writer
 
-    monkeypatch.setattr(runlines.run, "_Writer", None)
+    monkeypatch.setattr(runlines._writer, "_CWriter", None)
 
 
 @pytest.fixture(name="fast_path", params=["c", "python"])
@@ -80,10 +80,10 @@ def _fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     Returns the path's name, as `run_start`'s `writer` field says it. The C side is skipped,
     with its reason, only where the extension is not built (or RUNLINES_NO_SPEEDUPS=1).
     """
-    import runlines.run
+    import runlines._writer
 
     if request.param == "python":
-        monkeypatch.setattr(runlines.run, "_Writer", None)
-    elif runlines.run._Writer is None:
+        monkeypatch.setattr(runlines._writer, "_CWriter", None)
+    elif runlines._writer._CWriter is None:
         pytest.skip("the C extension is not built (or RUNLINES_NO_SPEEDUPS=1)")
     return str(request.param)

@@ -287,7 +287,7 @@ def test_torch_devices_and_dtypes_are_written_as_their_str_without_a_warning(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
     config = {"device": torch.device("cpu"), "dtype": torch.bfloat16, "np": np.dtype("int8")}
 
     with Run("r", run_dir, stdout=False, config=config) as run:  # filterwarnings=error
@@ -308,7 +308,7 @@ def test_runlines_warnings_point_at_the_users_call(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
     monkeypatch.setattr("runlines._encoding._warned_types", set())
 
     with Run("r", run_dir, stdout=False) as run, pytest.warns(RunlinesWarning) as caught:
@@ -319,3 +319,57 @@ def test_runlines_warnings_point_at_the_users_call(
 
     assert len(caught) == 3
     assert {Path(w.filename).name for w in caught} == {Path(__file__).name}
+
+
+class TestNullInText:
+    """A null in a line is looked for in the record's values, not in the text of the line."""
+
+    @pytest.fixture(name="careful_calls")
+    def _careful_calls(self, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+        import runlines._encoding
+
+        calls: list[Any] = []
+        careful = runlines._encoding.encode_line_safe
+
+        def spy(*args: Any) -> bytes:
+            calls.append(args)
+            return careful(*args)
+
+        monkeypatch.setattr(runlines._encoding, "encode_line_safe", spy)
+        return calls
+
+    def test_names_and_strings_holding_null_take_no_careful_walk(
+        self, careful_calls: list[Any]
+    ) -> None:
+        record = {"event": "nullify", "run": "nullspace", "null_count": 2, "note": "null", "x": 1.5}
+
+        line = encode_line(record)
+
+        assert careful_calls == []
+        assert json.loads(line) == record
+
+    def test_a_none_at_any_depth_is_written_as_null_without_a_mark(
+        self, careful_calls: list[Any]
+    ) -> None:
+        record = {"event": "e", "best": None, "hist": {"a": [1, None]}}
+
+        line = encode_line(record)
+
+        assert careful_calls == []
+        assert json.loads(line) == record
+
+    @pytest.mark.parametrize(
+        ("value", "pointer"),
+        [
+            ({"loss": math.nan}, "/loss"),
+            ({"losses": [0.5, math.inf]}, "/losses/1"),
+            ({"eval": {"acc": -math.inf}}, "/eval/acc"),
+            ({"loss": np.float32("nan")}, "/loss"),
+        ],
+    )
+    def test_a_non_finite_value_beside_a_null_name_is_still_marked(
+        self, value: dict[str, Any], pointer: str
+    ) -> None:
+        line = encode_line({"event": "nullify", **value})
+
+        assert pointer in strict_loads(line)["_nonfinite"]

@@ -49,11 +49,11 @@ def test_an_extension_that_is_not_built_is_off_with_the_fix_named() -> None:
 def test_the_writer_and_spans_run_in_python_when_speedups_is_missing(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['runlines._speedups.speedups'] = None\n"
-        "import runlines.run, runlines.spans\n"
+        "import runlines._writer, runlines.spans\n"
         "from runlines import Run\n"
         f"with Run('r', {str(tmp_path)!r}, stdout=False) as run:\n"
         "    run.log('step', loss=0.5)\n"
-        "print(runlines.run._Writer, runlines.spans._SpanBase.__module__)"
+        "print(runlines._writer._CWriter, runlines.spans._SpanBase.__module__)"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

@@ -23,9 +23,9 @@ def events(path: Path, name: str | None = None) -> list[dict[str, Any]]:
 def _path_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test runs on log()'s C fast path and on its pure-Python path."""
     if request.param == "pure":
-        import runlines.run
+        import runlines._writer
 
-        monkeypatch.setattr(runlines.run, "_Writer", None)
+        monkeypatch.setattr(runlines._writer, "_CWriter", None)
     return str(request.param)
 
 

@@ -20,21 +20,6 @@ PUBLIC_MODULES = sorted(
     if not any(part.startswith("_") for part in info.name.split("."))
 )
 
-# Names bound at module level that are not public API, by module. run.py binds the encoders
-# when the first Run opens (so that `import runlines` does not import orjson), as the module
-# globals that log() looks up: a writer module of their own (issue #15, item 1) takes them
-# over, and this entry goes with it.
-NOT_EXPORTED = {
-    "runlines.run": {
-        "JSONEncodeError",
-        "check_inline",
-        "console_line",
-        "encode_default",
-        "encode_line",
-        "encode_line_safe",
-    },
-}
-
 
 def isort_key(name: str) -> tuple[int, str]:
     """Ruff's RUF022 order: CONSTANTS, then CamelCase, then the rest."""
@@ -69,7 +54,7 @@ def test_every_public_module_has_a_sorted_complete_all(name: str) -> None:
     assert hasattr(module, "__all__"), f"{name} has no __all__"
     assert exported == sorted(exported, key=isort_key), f"{name}.__all__ is not sorted"
     assert len(set(exported)) == len(exported), f"{name}.__all__ lists a name twice"
-    missing = bound_names(module) - set(exported) - NOT_EXPORTED.get(name, set())
+    missing = bound_names(module) - set(exported)
     assert not missing, f"{name} binds public names not in __all__: {sorted(missing)}"
     absent = [n for n in exported if not hasattr(module, n)]
     assert not absent, f"{name}.__all__ lists names it does not have: {absent}"

@@ -31,7 +31,7 @@ def test_path_and_enum_values_are_redacted_as_the_text_they_are_written_as(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
     home = PurePosixPath("/home/ada.lovelace@example.org/data")
 
     with Run("r", run_dir, stdout=False, config={"store": Store.MAIN, "home": home}) as run:
@@ -49,7 +49,7 @@ def test_aggregated_numbers_under_a_secret_key_are_redacted_in_every_field(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
 
     with Run("r", run_dir, stdout=False, on_nonfinite="ignore") as run:
         run.sample("v", every=4, aggregate=True)

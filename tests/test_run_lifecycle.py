@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 import runlines
-from runlines import Run, RunStateError, _lifecycle
-from runlines import run as run_module
+from runlines import Run, RunStateError, _lifecycle, _writer
 
 SRC = Path(runlines.__file__).resolve().parents[1]  # children import the runlines under test
 WATCHDOG_S = 60  # a child that hangs fails its test instead of stopping the suite
@@ -337,7 +336,7 @@ def _wait_with_watchdog(pid: int) -> tuple[int, int]:
 def test_ctrl_c_while_a_full_window_is_written_keeps_its_count(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_now = run_module._now
+    real_now = _writer._now
     calls = {"n": 0}
 
     def interrupted_once() -> float:
@@ -348,7 +347,7 @@ def test_ctrl_c_while_a_full_window_is_written_keeps_its_count(
 
     with pytest.raises(KeyboardInterrupt), Run("r", tmp_path, stdout=False) as run:
         run.sample("batch", every=999, aggregate=True)
-        monkeypatch.setattr(run_module, "_now", interrupted_once)
+        monkeypatch.setattr(_writer, "_now", interrupted_once)
         for i in range(999 + 500):
             run.log("batch", step=i)
 

@@ -134,8 +134,8 @@ def test_closed_sys_stdout_never_breaks_log(run_dir: Path) -> None:
     read_end, write_end = os.pipe()
     stream = os.fdopen(write_end, "w")
     with Run("r", run_dir, console="json") as run:
-        run._fds = (run._file.fd,)  # log()'s direct path, as outside pytest's capture
-        run._flush_stdout = stream.flush  # as if sys.stdout were this stream
+        run._writer._fds = (run._file.fd,)  # log()'s direct path, as outside pytest's capture
+        run._writer._flush_stdout = stream.flush  # as if sys.stdout were this stream
         stream.close()
         run.log("step", step=1)
     os.close(read_end)

@@ -24,7 +24,7 @@ from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import runlines.run
+import runlines._writer
 from _extensions import import_extension
 from runlines import FieldError, Run, RunStateError
 from runlines.spans import Span
@@ -52,12 +52,12 @@ def open_run(directory: Path, *, pure: bool, name: str = "r", **kw: Any) -> Run:
     """A run on the C fast path, or on the pure-Python one (as without a C compiler)."""
     if not pure:
         return Run(name, directory, stdout=False, **kw)
-    saved = runlines.run._Writer
-    runlines.run._Writer = None
+    saved = runlines._writer._CWriter
+    runlines._writer._CWriter = None
     try:
         return Run(name, directory, stdout=False, **kw)
     finally:
-        runlines.run._Writer = saved
+        runlines._writer._CWriter = saved
 
 
 class TestTaken:
@@ -79,16 +79,16 @@ class TestTaken:
     ) -> None:
         with Run("r", run_dir, stdout=False) as run:
             run.log("train_step", step=0, loss=0.5, done=False)  # plans the key set
-            before = run._writer.hits
+            before = run._writer.twin.hits
             for step in range(1, 101):
                 run.log("train_step", step=step, loss=0.5 / step, done=step == 100)
-            assert run._writer.hits - before == 100
+            assert run._writer.twin.hits - before == 100
         assert [r["step"] for r in records(run.path, "train_step")] == list(range(101))
 
-    def test_without_the_extension_log_is_the_python_method(self, run_dir: Path) -> None:
+    def test_without_the_extension_log_is_the_python_writers_method(self, run_dir: Path) -> None:
         with open_run(run_dir, pure=True) as run:
-            assert run._writer is None
-            assert run.log.__func__ is Run.log  # type: ignore[attr-defined]
+            assert run._writer.twin is None
+            assert run.log.__func__ is runlines._writer.Writer.log  # type: ignore[attr-defined]
             run.log("step", seq=1)
             run.log("step", seq=2)
         assert [r["seq"] for r in records(run.path, "step")] == [1, 2]
@@ -109,8 +109,8 @@ class TestTaken:
 
     def test_run_subprocess_with_no_speedups_env_runs_pure_python(self, tmp_path: Path) -> None:
         code = (
-            "import runlines.run, runlines.spans, sys;"
-            "print(runlines.run._Writer, runlines.spans.Span.__mro__[1].__name__)"
+            "import runlines._writer, runlines.spans, sys;"
+            "print(runlines._writer._CWriter, runlines.spans.Span.__mro__[1].__name__)"
         )
         env = {**os.environ, "RUNLINES_NO_SPEEDUPS": "1"}
         done = subprocess.run(
@@ -224,10 +224,10 @@ class TestLightSameBytes:
     ) -> None:
         with Run("r", run_dir, stdout=False) as run:
             run.log("train_step", step=0, loss=_tensor(0.5), split="train", note=None)
-            before = run._writer.hits
+            before = run._writer.twin.hits
             for step in range(1, 101):
                 run.log("train_step", step=step, loss=_tensor(0.25), split="train", note=None)
-            assert run._writer.hits - before == 100
+            assert run._writer.twin.hits - before == 100
 
         last = records(run.path, "train_step")[-1]
         assert last == {**last, "loss": 0.25, "split": "train", "note": None}
@@ -407,12 +407,12 @@ class TestReferences:
         with Run("r", run_dir, stdout=False) as run:
             for _ in range(2):  # the first call plans and remembers the text
                 run.log("step", split=split, loss=tensor, lr=number, note=None)
-            before = run._writer.hits
+            before = run._writer.twin.hits
             counts = sys.getrefcount(split), sys.getrefcount(tensor), sys.getrefcount(number)
             for _ in range(1000):
                 run.log("step", split=split, loss=tensor, lr=number, note=None)
             after = sys.getrefcount(split), sys.getrefcount(tensor), sys.getrefcount(number)
-            assert run._writer.hits - before == 1000
+            assert run._writer.twin.hits - before == 1000
         assert after == counts
 
 
@@ -444,24 +444,24 @@ class TestContract:
     ) -> None:
         with Run("r", run_dir, stdout=False) as run:
             run.log("train_step", step=0)  # the first record of a key set plans it
-            monkeypatch.setattr(runlines.run, "_now", lambda: 1234.5)
-            before = run._writer.hits
+            monkeypatch.setattr(runlines._writer, "_now", lambda: 1234.5)
+            before = run._writer.twin.hits
             run.log("train_step", step=1)
             run.log("train_step", step=2)
-            assert run._writer.hits - before == 2
+            assert run._writer.twin.hits - before == 2
             monkeypatch.undo()
 
         assert [r["ts"] for r in records(run.path, "train_step")][1:] == [1234.5, 1234.5]
 
     def test_freezegun_stamps_records_and_times_spans_on_the_c_path(self, run_dir: Path) -> None:
         with freeze_time("2026-01-01T00:00:00Z") as frozen, Run("r", run_dir, stdout=False) as run:
-            before = run._writer.hits
+            before = run._writer.twin.hits
             for step in range(4):
                 run.log("train_step", step=step)
                 with run.span("step"):
                     frozen.tick(0.25)
             # the first record and span of a kind are Python's (plans, names): then C
-            assert run._writer.hits - before == 6
+            assert run._writer.twin.hits - before == 6
             assert type(run.span("x")) is Span
 
         t0 = 1767225600.0

@@ -1,7 +1,7 @@
 """Records to JSON lines and back: strict JSON, safe values, non-finite floats, the console line.
 
 `encode_line` is the fast path: one `orjson.dumps` call, with `encode_default` for the types
-orjson does not know (`Run.log` inlines the same call). Records that need more (non-finite
+orjson does not know (`_writer.Writer.log` makes the same call). Records that need more (non-finite
 floats, big ints, lone surrogates, cycles, unknown types) take `encode_line_safe`, which walks
 the record once. See docs/format.md.
 """
@@ -15,7 +15,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date, datetime
 from typing import Any, Final
 
@@ -70,9 +70,33 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
         if isinstance(err.__cause__, FieldError):
             raise err.__cause__ from None
         return encode_line_safe(record)
-    if line.find(b"null") >= 0:  # a None, or a non-finite float that orjson wrote as null
+    # A null is a None or a non-finite float that orjson wrote as null: the values say which,
+    # so a name holding "null" (a span "nullify") costs one look at them, not the careful walk.
+    if b"null" in line and _may_hold_nonfinite(record.values(), 0):
         return encode_line_safe(record)
     return line
+
+
+def _may_hold_nonfinite(values: Iterable[Any], depth: int) -> bool:
+    """Return True unless *values* are plain JSON data without NaN or infinity, at any depth.
+
+    A value of another type (a numpy array, a dataclass) counts as one: the careful walk of
+    `encode_line_safe` decides.
+    """
+    for value in values:
+        kind = type(value)
+        if kind is float:
+            if value - value != 0.0:
+                return True
+        elif kind is dict:
+            if depth >= _MAX_DEPTH or _may_hold_nonfinite(value.values(), depth + 1):
+                return True
+        elif kind is list or kind is tuple:
+            if depth >= _MAX_DEPTH or _may_hold_nonfinite(value, depth + 1):
+                return True
+        elif kind is not str and kind is not int and kind is not bool and value is not None:
+            return True
+    return False
 
 
 #: A redaction pass over a record of JSON data (runlines.redaction.Redactor.redact_fields).

@@ -24,7 +24,7 @@ from typing import Any
 
 from _common import stdout_to_temp_file
 
-import runlines.run
+import runlines._writer
 from runlines import Run
 
 Loop = Callable[[int], None]
@@ -95,7 +95,7 @@ def main() -> None:
         warnings.simplefilter("ignore")
         hot_results = measure(hot, args.events, args.reps)
         nan_results = measure(nan, args.events // 5, args.reps)
-    fast = "on" if runlines.run._Writer is not None else "off"
+    fast = "on" if runlines._writer._CWriter is not None else "off"
     print(f"C fast path of Run.log: {fast}; {args.events} events x {args.reps} repetitions")
     print()
     table("Run.log with the watching options (numbers only: the C fast path)", hot_results)

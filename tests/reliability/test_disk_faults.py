@@ -258,7 +258,7 @@ class TestReadOnlyFolder:
             Run("other", run_dir, stdout=False)
 
 
-@pytest.mark.usefixtures("pure_python")  # replaces runlines.run._write, which C does not call
+@pytest.mark.usefixtures("pure_python")  # replaces runlines._writer._write, which C does not call
 def test_a_write_cut_just_before_its_newline_is_whole_and_not_counted_as_dropped(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -276,7 +276,7 @@ def test_a_write_cut_just_before_its_newline_is_whole_and_not_counted_as_dropped
         def disk_full(fd: int, data: bytes) -> int:
             raise OSError(28, os.strerror(28))
 
-        monkeypatch.setattr("runlines.run._write", all_but_the_newline)
+        monkeypatch.setattr("runlines._writer._write", all_but_the_newline)
         monkeypatch.setattr("runlines.sinks.os.write", disk_full)
         run.log("step", seq=1)
         monkeypatch.undo()
@@ -316,7 +316,7 @@ def test_a_write_cut_before_its_newline_on_the_sinks_path_is_ended_by_the_next_l
     assert [r["seq"] for r in records if r["event"] == "step"] == [0, 1, 2]
 
 
-@pytest.mark.usefixtures("pure_python")  # replaces runlines.run._write, which C does not call
+@pytest.mark.usefixtures("pure_python")  # replaces runlines._writer._write, which C does not call
 def test_a_failed_write_never_raises_from_log(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -331,7 +331,7 @@ def test_a_failed_write_never_raises_from_log(
             def failing(fd: int, data: bytes, code: int = code) -> int:
                 raise OSError(code, os.strerror(code))
 
-            monkeypatch.setattr("runlines.run._write", failing)
+            monkeypatch.setattr("runlines._writer._write", failing)
             monkeypatch.setattr("runlines.sinks.os.write", failing)
             run.log("step", seq=code)
             monkeypatch.undo()

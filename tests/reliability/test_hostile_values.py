@@ -470,7 +470,7 @@ def test_values_whose_conversion_raises_are_written_never_raised(
     run_dir: Path, where: str, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
     values = _broken_values()
 
     with warnings.catch_warnings():
@@ -523,7 +523,7 @@ def test_a_sequence_or_string_over_the_inline_limit_is_refused_on_every_path(
     run_dir: Path, value: Any, what: str, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if pure:
-        monkeypatch.setattr("runlines.run._Writer", None)
+        monkeypatch.setattr("runlines._writer._CWriter", None)
 
     config = {"vocab": list(range(5000))}
     with drift_ignored(), Run("r", run_dir, stdout=False, config=config) as run:

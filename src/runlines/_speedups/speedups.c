@@ -1,13 +1,14 @@
 /* The fast path of Run.log, for records of plain numbers, short strings and 0-d tensors.
  *
- * A Writer stands in for a Run's bound log() method. A call whose event and key set the Run
- * has already planned, whose plan is not careful (no key name to redact), is stamped, encoded
- * with the same orjson call and options as run.py, and written with one write(2) per
- * descriptor, as run.py would write it, byte for byte. An "as is" plan (mode 0) takes values
- * that are exactly int, finite float or bool. A "light" plan (mode 1) also takes None, a str
- * whose redacted form the run already remembers (its `texts` dict: Python redacts each
- * distinct text once), and a value of the exact numpy or torch type the plan saw, written as
- * its item() when it is 0-d and a finite number. Every other call (a first record, a new
+ * A Writer is the C twin of _writer.py's Writer.log, and stands in front of it as a run's
+ * log(). A call whose event and key set the run has already planned, whose plan is not careful
+ * (no key name to redact), is stamped, encoded with the same orjson call and options as
+ * _writer.py, and written with one write(2) per descriptor, as _writer.py would write it,
+ * byte for byte. An "as is" plan (mode 0) takes values that are exactly int, finite float or
+ * bool. A "light" plan (mode 1) also takes None, a str whose redacted form the run already
+ * remembers (its `texts` dict: Python redacts each distinct text once), and a value of the
+ * exact numpy or torch type the plan saw, written as its item() when it is 0-d and a finite
+ * number. Every other call (a first record, a new
  * string, NaN, a sampled event, a closed run, a failed sink, a due check of the log file) goes
  * to the Python log(), which decides everything. SpanBase is the same for spans. This file
  * adds no behaviour of its own: it only skips interpreter work on the common calls.
@@ -38,21 +39,21 @@
 typedef struct {
     PyObject *event;   /* the event str of the call */
     PyObject *kwnames; /* the call site's tuple of field names */
-    PyObject *types;   /* a light plan's value types (run.py's plan[1]), else NULL */
+    PyObject *types;   /* a light plan's value types (_writer.py's plan[1]), else NULL */
     int fast;          /* the plan lets plain values through; else always hand to Python */
 } Entry;
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *slow;      /* Run.log bound to the run: everything the fast path declines */
-    PyObject *failed;    /* Run._write_failed(fd, line, written, err) */
-    PyObject *span_slow; /* Run._log_span: every span record the fast path declines */
+    PyObject *slow;      /* the Python Writer.log: everything the fast path declines */
+    PyObject *failed;    /* Writer._write_failed(fd, line, written, err) */
+    PyObject *span_slow; /* Writer.log_span: every span record the fast path declines */
     PyObject *span_names; /* the run's dict: span name -> its redacted form */
     PyObject *plans;     /* the run's dict: (event, *names) -> (mode, types) */
     PyObject *texts;     /* the run's dict: short str value -> its redacted form */
     PyObject *samplers;  /* the run's dict: event -> sampler (replaced whole by the run) */
-    PyObject *clock;     /* the clock of `ts`, called per record (run.py's _wall_clock) */
+    PyObject *clock;     /* the clock of `ts`, called per record (_writer.py's _wall_clock) */
     PyObject *dumps;     /* orjson.dumps */
     PyObject *dumps_args_tail; /* (default, option) */
     PyObject *dumps_kwnames;   /* ("default", "option") */
@@ -86,7 +87,7 @@ static PyObject *str_exc_type;
 static PyObject *str_ndim;
 static PyObject *str_item;
 
-#define MODE_AS_IS 0 /* run.py's _AS_IS, _LIGHT: the plans the fast path takes */
+#define MODE_AS_IS 0 /* _writer.py's _AS_IS, _LIGHT: the plans the fast path takes */
 #define MODE_LIGHT 1
 
 static void
@@ -130,7 +131,7 @@ is_plain_or_none(PyObject *type)
 #define DECLINE ((PyObject *)-1) /* not an error: hand the call to Python */
 
 /* What a light plan writes for a str (its remembered redacted form) or a 0-d numpy or torch
- * value (its item(), a finite number), as run.py's _prepare() does; a new reference, or
+ * value (its item(), a finite number), as _writer.py's Writer._prepare() does; a new reference, or
  * DECLINE (no error set) for Python to decide. */
 static PyObject *
 light_value(Writer *self, PyObject *value)
@@ -285,7 +286,7 @@ record_head(Writer *self, PyObject *event, Py_ssize_t more, int check_file)
     return record;
 }
 
-/* orjson.dumps(record, default=encode_default, option=...): the call run.py makes. */
+/* orjson.dumps(record, default=encode_default, option=...): the call _writer.py makes. */
 static PyObject *
 encode(Writer *self, PyObject *record)
 {
@@ -422,7 +423,7 @@ writer_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *
     return result;
 }
 
-/* As run.py's log() after encoding: the program's own prints first, then one write per
+/* As _writer.py's Writer.log() after encoding: the program's own prints first, then one write per
  * descriptor; a failed or short write goes to the sink's own handling. Steals line. Returns
  * DECLINE, writing nothing, when the run closed or left the fast path since the call began:
  * the caller hands the call to Python, which raises RunStateError or writes through the sinks.
@@ -687,9 +688,9 @@ writer_write_record(Writer *self, PyObject *record)
     Py_RETURN_TRUE;
 }
 
-/* The tracer's emit: write a finished span's record as Run._log_span would, when the span
+/* The tracer's emit: write a finished span's record as Writer.log_span would, when the span
  * has no fields of its own, its names were redacted before and the "span" event is not
- * sampled; hand everything else to Run._log_span. */
+ * sampled; hand everything else to Writer.log_span. */
 static PyObject *
 writer_write_span(Writer *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -702,9 +703,11 @@ writer_write_span(Writer *self, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *name = args[0], *duration = args[1], *parent = args[2], *status = args[3];
     PyObject *exc_type = args[4], *fields = args[5];
+    /* a non-finite duration is written as null with its `_nonfinite` mark: Python does that */
     if (!PyDict_CheckExact(fields) || PyDict_GET_SIZE(fields) != 0 ||
         !PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(status) ||
-        (exc_type != Py_None && !PyUnicode_CheckExact(exc_type))) {
+        (exc_type != Py_None && !PyUnicode_CheckExact(exc_type)) ||
+        !PyFloat_CheckExact(duration) || !isfinite(PyFloat_AS_DOUBLE(duration))) {
         return PyObject_Vectorcall(self->span_slow, args, nargs, NULL);
     }
     if (PyDict_GET_SIZE(self->samplers) != 0) {
@@ -1262,7 +1265,7 @@ writer_span(Writer *self, PyObject *const *args, size_t nargsf, PyObject *kwname
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "runlines._speedups.speedups",
-    .m_doc = "The fast path of Run.log for records of plain numbers (see run.py).",
+    .m_doc = "The fast path of Run.log for records of plain numbers (see _writer.py).",
     .m_size = -1,
 };
 
