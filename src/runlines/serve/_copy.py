@@ -192,7 +192,11 @@ class _FileColumns:
                     series = history.series.get(key)
                     if series is None:
                         series = history.series[key] = Series()
-                    series.extend(floats[np.searchsorted(rows, mine)], mine, at)
+                    if floats is None:
+                        for row in mine.tolist():
+                            series.add(*at(row))
+                    else:
+                        series.extend(floats[np.searchsorted(rows, mine)], mine, at)
             if stop in resumes:
                 for series in history.series.values():
                     series.drop_after(resumes[stop])
@@ -216,7 +220,7 @@ class _FileColumns:
                 yield (
                     (int(rows[at][0]), place),
                     (self.names[code], name),
-                    floats[at],
+                    None if floats is None else floats[at],
                     rows[at],
                     _point_of(values, self.ts, step_at),
                 )
@@ -259,7 +263,10 @@ class _Values:
             self.numeric: _Bools = column.valid.copy()
         elif isinstance(column, np.ndarray):
             self.python = column
-            self.numeric = np.fromiter((type(v) in NUMERIC for v in column), bool, len(column))
+            self.numeric = np.zeros(len(column), dtype=bool)
+            # a nested field (config) is None in most rows: look at the others only
+            present = np.flatnonzero(np.not_equal(column, None))  # type: ignore[call-overload]
+            self.numeric[present] = [type(v) in NUMERIC for v in column[present].tolist()]
         else:  # texts, booleans, or no such field: no numbers
             self.numeric = np.zeros(size, dtype=bool)
 
@@ -269,15 +276,18 @@ class _Values:
             return self.python[row]
         return self.numbers[row].item()
 
-    def floats(self, rows: _Ints) -> _Floats:
-        """Return the values at *rows* (which hold numbers) as floats, for comparing."""
+    def floats(self, rows: _Ints) -> _Floats | None:
+        """Return the values at *rows* (which hold numbers) as floats, for comparing.
+
+        None when floats would not compare them as Python does (ints beyond 2**53).
+        """
         import numpy as np
 
         if self.python is None:
             return self.numbers[rows].astype(np.float64)  # type: ignore[no-any-return]
         values = self.python[rows].tolist()
         if any(type(v) is int and abs(v) >= _EXACT_INT for v in values):
-            raise _Inexact
+            return None  # taken one by one: Python compares such ints with floats exactly
         return np.array(values, dtype=np.float64)
 
 
@@ -288,10 +298,18 @@ def _point_of(values: _Values, ts: _Floats, step_at: Any) -> Any:
     return at
 
 
-def _span_stats(durations: _Values, rows: _Ints, floats: _Floats) -> list[Any]:
+def _span_stats(durations: _Values, rows: _Ints, floats: _Floats | None) -> list[Any]:
     """Return [count, total, max] as adding the durations one by one from [0, 0.0, 0.0] gives."""
     import numpy as np
 
+    if floats is None:
+        stats: list[Any] = [0, 0.0, 0.0]
+        for row in rows.tolist():
+            value = durations.value(row)
+            stats[0] += 1
+            stats[1] += value
+            stats[2] = max(stats[2], value)
+        return stats
     total = float(np.cumsum(np.concatenate(([0.0], floats)))[-1])  # in order, as += adds
     ranked = np.where(np.isnan(floats), -math.inf, floats)
     best: Any = 0.0  # max() keeps the first of equal values, and never takes a NaN

@@ -1,0 +1,310 @@
+"""The dashboard through Parquet copies: every JSON answer the same as from the JSONL alone.
+
+Each log is served without a copy, then compacted and served again by a fresh store: the run
+table, the reading progress, each rank's series and the run page must be equal (as JSON values:
+the page's numbers are doubles). A stale copy is ignored with its warning on the page.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _serve_helpers import Client, png_bytes
+
+from _logs import T0, line, write
+from runlines import Run
+from runlines.reading._parquet import compact, write_copy
+from runlines.serve import Server
+from runlines.serve._copy import read_history
+from runlines.serve._http import _API, dumps
+from runlines.serve._runs import RunStore
+from runlines.serve._series import MAX_BUCKETS, MAX_MARKS, Series
+from runlines.serve._tail import LogTail
+
+NOW = T0 + 10_000.0
+
+
+def answers(*sources: Path) -> dict[str, Any]:
+    """Return every JSON answer of a fresh store over *sources*, once it has read everything."""
+    store = RunStore(sources)
+    store.refresh()
+    found = {
+        "runs": _API["/api/runs"](store, {}, NOW),
+        "progress": _API["/api/progress"](store, {}, NOW),
+    }
+    for label, run in store.runs.items():
+        found[f"run {label}"] = _API["/api/run"](store, {"run": label}, NOW)
+        for rank in run.files:
+            query = {"run": label, "rank": str(rank)}
+            found[f"series {label} {rank}"] = _API["/api/series"](store, query, NOW)
+    return json.loads(dumps(found))  # type: ignore[no-any-return]
+
+
+@pytest.fixture(name="first_reads")
+def _first_reads(monkeypatch: pytest.MonkeyPatch) -> dict[Path, list[int]]:
+    """Record where each poll of each log file started reading."""
+    starts: dict[Path, list[int]] = {}
+    poll = LogTail.poll
+
+    def spy(self: LogTail, max_bytes: int | None = None) -> Iterator[dict[str, Any]]:
+        starts.setdefault(self.path, []).append(self.offset + self.pending_bytes)
+        return poll(self, max_bytes)
+
+    monkeypatch.setattr(LogTail, "poll", spy)
+    return starts
+
+
+def _check_same_through_copies(folder: Path, first_reads: dict[Path, list[int]]) -> dict[str, Any]:
+    """Assert the answers with copies equal those without; return them."""
+    plain = answers(folder)
+    copies = compact(folder)
+    first_reads.clear()
+
+    copied = answers(folder)
+
+    assert copies
+    assert copied.keys() == plain.keys()
+    for key, value in plain.items():
+        assert copied[key] == value, key
+    for copy in copies:  # each log's reading went on after its copy: no byte read twice
+        log = copy.with_suffix(".jsonl")
+        history, problems = read_history(log)
+        assert history is not None
+        assert problems == []
+        assert first_reads[log][0] == history.covers_bytes
+    return copied
+
+
+def _full_run(folder: Path) -> None:
+    """A run with every kind of thing the page shows, over two attempts and two ranks."""
+    rng = random.Random(0)
+    picture = folder / "sample.png"
+    picture.write_bytes(png_bytes())
+    with (
+        pytest.raises(ValueError, match="boom"),
+        Run(
+            "full",
+            folder,
+            stdout=False,
+            compact=False,
+            on_nonfinite="ignore",
+            config={"optim": {"lr": 0.1}},
+        ) as run,
+    ):
+        for step in range(3000):  # past MAX_BUCKETS: buckets merge
+            loss = rng.random() if step % 500 else float("nan")
+            run.log("train_step", step=step, loss=loss, lr=0.1 if step % 3 else 1)
+            if step % 100 == 0:
+                run.log("eval", step=step, accuracy=step / 3000, best=float("inf"))
+                with run.span("checkpoint"):
+                    pass
+        run.log("system", cpu=2.5)  # no step: drawn at the last step before it
+        raise ValueError("boom")
+    with Run("full", folder, stdout=False, compact=False, resume_step=2000) as run:
+        for step in range(2000, 2600):
+            run.log("train_step", step=step, loss=rng.random())
+        run.artifact("samples", path=picture, step=2600)
+    write(
+        folder / "full.rank1.jsonl",
+        line("run_start", "full", T0, attempt=1),
+        *(
+            line("train_step", "full", T0 + i, step=i, loss=1.0 / (i + 1), rank=1)
+            for i in range(50)
+        ),
+    )
+
+
+class TestSameAnswers:
+    def test_a_real_run_with_attempts_ranks_spans_and_nan(
+        self, tmp_path: Path, first_reads: dict[Path, list[int]]
+    ) -> None:
+        _full_run(tmp_path)
+
+        copied = _check_same_through_copies(tmp_path, first_reads)
+
+        detail = copied["run full"]
+        assert [a["status"] for a in detail["attempts"]] == ["failed", "ok"]
+        assert detail["spans"]["checkpoint"]["count"] == 30
+        series = {(s["event"], s["field"]): s for s in copied["series full 0"]["series"]}
+        assert series[("train_step", "loss")]["nonfinite"] == 6
+        assert series[("train_step", "loss")]["level"] > 1
+        assert max(series[("train_step", "loss")]["step"]) <= 2599
+
+    def test_hand_written_logs_with_odd_and_torn_lines(
+        self, tmp_path: Path, first_reads: dict[Path, list[int]]
+    ) -> None:
+        write(
+            tmp_path / "odd.jsonl",
+            line("run_start", "odd", T0, attempt=1, config={"tags": [1, 2]}, git_commit=None),
+            *(line("train", "odd", T0 + i, step=i, loss=i % 7, lr=0.5 * i) for i in range(1500)),
+            b'{"ts": 1767225602.0, "event": "train", "st\n',  # torn by a kill
+            line("train", "odd", T0 + 2000, step=1500, loss="high", big=2**70, flag=True),
+            line("train", "odd", T0 + 2001, step=1501.5, loss=float("-inf"), ts_note=[1]),
+            line("train", "odd", T0 + 2002, loss=0.25),  # no step
+            line("span", "odd", T0 + 2003, name="io", duration_s=3, step=1502),
+            line("span", "odd", T0 + 2004, name="io", duration_s=float("nan")),
+            line("artifact", "odd", T0 + 2005, name="ckpt", path=None, step=None),
+            line("signal", "odd", T0 + 2006, signal="SIGUSR1"),
+            line("run_end", "odd", T0 + 2007, status="ok"),
+        )
+        write(
+            tmp_path / "foreign.jsonl",
+            b"\xef\xbb\xbf" + line("step", "f", T0, step=1, loss=0.5),
+            b'{"ts":2,"event":"step","run":"f","step":2,"loss":NaN}\r\n',
+            b'{"ts":3,"event":"step","run":"f","step":3,"loss":' + b"9" * 30 + b"}\n",
+            b'{"ts":"late","event":"step","run":"f","step":4,"loss":1}\n',
+            b'{"ts":5,"event":7,"run":"f","step":5,"loss":1}\n',
+            b'{"a":1}\n',
+            b"[1, 2]\n",
+        )
+
+        copied = _check_same_through_copies(tmp_path, first_reads)
+
+        assert copied["progress"]["runs"]["odd"]["torn_lines"] == 1
+        assert copied["run odd"]["spans"]["io"]["count"] == 2
+
+    def test_a_copy_then_a_resumed_attempt_appended_to_the_log(
+        self, tmp_path: Path, first_reads: dict[Path, list[int]]
+    ) -> None:
+        with Run("r", tmp_path, stdout=False, compact=True) as run:
+            for step in range(1500):
+                run.log("train_step", step=step, loss=1.0 / (step + 1))
+        covered = (tmp_path / "r.jsonl").stat().st_size
+        with Run("r", tmp_path, stdout=False, compact=False, resume_step=1000) as run:
+            for step in range(1000, 1200):
+                run.log("train_step", step=step, loss=2.0)
+        (tmp_path / "r.parquet").rename(tmp_path / "kept.parquet")
+        plain = answers(tmp_path / "r.jsonl")
+        (tmp_path / "kept.parquet").rename(tmp_path / "r.parquet")
+        first_reads.clear()
+
+        copied = answers(tmp_path / "r.jsonl")
+
+        assert first_reads[tmp_path / "r.jsonl"][0] == covered
+        assert copied == plain
+        assert [a["resume_step"] for a in copied["run r"]["attempts"]] == [None, 1000]
+        (loss,) = copied["series r 0"]["series"]
+        assert {y for step, y in zip(loss["step"], loss["y"], strict=True) if step > 1000} == {2.0}
+
+
+class TestNotUsed:
+    def test_a_stale_copy_is_ignored_and_the_page_says_why(
+        self, tmp_path: Path, first_reads: dict[Path, list[int]]
+    ) -> None:
+        log = write(
+            tmp_path / "s.jsonl", *(line("train", "s", T0 + i, step=i, loss=i) for i in range(9))
+        )
+        write_copy(log)
+        data = log.read_bytes()
+        log.write_bytes(data.replace(b'"loss":3', b'"loss":4'))  # same size, other bytes
+        first_reads.clear()
+
+        copied = answers(log)
+
+        assert first_reads[log][0] == 0  # the JSONL, from its start
+        (problem,) = copied["progress"]["runs"]["s"]["problems"]
+        assert "s.parquet is not used" in problem
+        assert "runlines compact" in problem
+        assert copied["run s"]["progress"]["problems"] == [problem]
+        series = copied["series s 0"]["series"]
+        assert [s["y"] for s in series if s["field"] == "loss"] == [[0, 1, 2, 4, 4, 5, 6, 7, 8]]
+
+    def test_a_copy_written_while_the_log_is_read_is_not_switched_to(self, tmp_path: Path) -> None:
+        log = write(
+            tmp_path / "r.jsonl", *(line("train", "r", T0 + i, step=i, loss=i) for i in range(5))
+        )
+        store = RunStore([tmp_path])
+        store.refresh()
+        with open(log, "ab") as stream:
+            stream.write(line("train", "r", T0 + 5, step=5, loss=5))
+        write_copy(log)
+
+        store.refresh()
+
+        run = store.runs["r"]
+        assert run.files[0].tail.records == 6
+        assert run.problems == []
+        (series,) = run.files[0].series.values()
+        assert series.count == 6
+
+
+def _steps_of(count: int, rng: random.Random) -> list[float]:
+    values: list[float] = []
+    for _ in range(count):
+        pick = rng.random()
+        if pick < 0.02:
+            values.append(rng.choice([math.nan, math.inf, -math.inf]))
+        elif pick < 0.3:
+            values.append(rng.randint(0, 5))  # ties
+        else:
+            values.append(rng.random())
+    return values
+
+
+class TestSeriesInBulk:
+    @pytest.mark.parametrize("count", [0, 1, 7, 999, 1000, 1001, 2003, 5000, 40_000])
+    def test_extend_is_that_many_adds(self, count: int) -> None:
+        import numpy as np
+
+        rng = random.Random(count)
+        values = _steps_of(count, rng)
+        one_by_one, bulk = Series(), Series()
+        cut = count // 3
+        for step, value in enumerate(values):
+            one_by_one.add(step, T0 + step, value)
+            if step == cut:
+                one_by_one.drop_after(cut // 2)
+
+        def at(row: int) -> tuple[float, float, float]:
+            return row, T0 + row, values[row]
+
+        floats = np.array(values, dtype=np.float64)
+        rows = np.arange(count, dtype=np.int64)
+        bulk.extend(floats[: cut + 1], rows[: cut + 1], at)
+        if count:
+            bulk.drop_after(cut // 2)
+        bulk.extend(floats[cut + 1 :], rows[cut + 1 :], at)
+
+        assert bulk.points() == one_by_one.points()
+        assert (bulk.last, bulk.level, bulk.count) == (
+            one_by_one.last,
+            one_by_one.level,
+            one_by_one.count,
+        )
+        assert len(bulk.points()["step"]) <= 2 * (MAX_BUCKETS + 1)
+
+    def test_marks_stop_at_their_limit_in_bulk_too(self) -> None:
+        import numpy as np
+
+        values = [math.nan] * (MAX_MARKS + 5)
+        bulk = Series()
+
+        bulk.extend(np.array(values), np.arange(len(values)), lambda row: (row, T0, values[row]))
+
+        assert len(bulk.marks) == MAX_MARKS
+        assert bulk.nonfinite == MAX_MARKS + 5
+
+
+def test_the_server_reads_a_copy_in_the_background_and_answers_the_same(
+    tmp_path: Path,
+) -> None:
+    _full_run(tmp_path)
+    plain = answers(tmp_path)
+    compact(tmp_path)
+
+    with Server(tmp_path, port=0) as server:
+        client = Client(server)
+        while client.json("/api/progress")["bytes_behind"]:
+            pass  # the reader thread is taking the copies in
+        detail = client.json("/api/run?run=full")
+        served = [client.json(f"/api/series?run=full&rank={rank}") for rank in (0, 1)]
+
+    assert served == [plain["series full 0"], plain["series full 1"]]
+    del detail["row"], plain["run full"]["row"]  # read at the server's clock, not at NOW
+    assert detail == plain["run full"]
