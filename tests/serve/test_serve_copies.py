@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import math
 import random
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _serve_helpers import Client, png_bytes
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from _logs import T0, line, write
 from runlines import Run
@@ -164,6 +167,21 @@ class TestSameAnswers:
             b"[1, 2]\n",
         )
 
+        rng = random.Random(0)
+        write(  # durations whose sum depends on the order they are added in
+            tmp_path / "spans.jsonl",
+            *(
+                line(
+                    "span",
+                    "s",
+                    T0 + i,
+                    name="io",
+                    duration_s=rng.random() * 10.0 ** rng.randint(-3, 3),
+                )
+                for i in range(300)
+            ),
+        )
+
         copied = _check_same_through_copies(tmp_path, first_reads)
 
         assert copied["progress"]["runs"]["odd"]["torn_lines"] == 1
@@ -232,6 +250,44 @@ class TestNotUsed:
         assert run.problems == []
         (series,) = run.files[0].series.values()
         assert series.count == 6
+
+
+_numbers = st.one_of(
+    st.integers(-5, 5),
+    st.integers(min_value=2**60, max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+)
+_values = st.one_of(_numbers, st.none(), st.booleans(), st.text(max_size=3))
+_records = st.fixed_dictionaries(
+    {
+        "ts": st.one_of(st.floats(0, 2e9), st.integers(0, 2**31), st.just("x")),
+        "event": st.sampled_from(["train", "eval", "span", "run_start", "run_end", "system"]),
+    },
+    optional={
+        "step": st.one_of(st.integers(0, 50), st.floats(0, 50), st.booleans(), st.just("3")),
+        "loss": _values,
+        "acc": _numbers,
+        "name": st.sampled_from(["io", "fwd", 7]),
+        "duration_s": _values,
+        "resume_step": st.one_of(st.integers(0, 50), st.floats(0, 50), st.none()),
+        "attempt": st.integers(1, 3),
+    },
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=st.lists(_records, min_size=1, max_size=40), repeat=st.integers(1, 60))
+def test_any_log_gives_the_same_answers_through_its_copy(
+    records: list[dict[str, Any]], repeat: int
+) -> None:
+    """Records of every JSON type in every field, repeated to fill buckets that merge."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        write(folder / "h.jsonl", *(line(**r) for r in records * repeat))
+        plain = answers(folder)
+        write_copy(folder / "h.jsonl")
+
+        assert answers(folder) == plain
 
 
 def _steps_of(count: int, rng: random.Random) -> list[float]:
