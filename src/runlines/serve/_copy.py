@@ -128,26 +128,66 @@ class _FileColumns:
         self.rows = np.flatnonzero(keep)  # the records, as rows of the table
         self.lines = lines[self.rows]
         self.records = len(self.rows)
-        self.events, self.names = _texts(self._column("event"))
+        self.events, self.names = self._event_codes()
         self.ts = _floats(self._column("ts"))
 
     def _column(self, name: str, *, texts: bool = True) -> Any:
         """Return column *name* at the records' rows: numbers, texts or Python values.
 
-        Without *texts*, a column of texts comes as None: it holds no numbers.
+        Without *texts*, a column that holds no number comes as None, and is not built. A
+        column is built anew each time: the file's columns are not all held at once.
         """
         import numpy as np
 
         from runlines.reading._arrow import _Numbers
 
-        if name not in self.table.names:
+        if name not in self.table.names or not (texts or self._may_hold_numbers(name)):
             return None
-        column = self.table.get(name)
+        column = self.table.build(name, self.table.full)
         if isinstance(column, _Numbers):
             return _Numbers(column.values[self.rows], column.valid[self.rows])
         if isinstance(column, np.ndarray):
             return column[self.rows]
-        return column.take(self.rows) if texts else None
+        return column.take(self.rows)
+
+    def _event_codes(self) -> tuple[_Ints, list[str]]:
+        """Return each record's event as a code (-1: no text), and the events coded.
+
+        Piece by piece: most pieces hold one event's bucket, whose rows need no look at all.
+        """
+        import numpy as np
+
+        from runlines.reading._arrow import _arrow_kind
+
+        names: dict[str, int] = {}
+        codes = np.full(self.table.num_rows, -1, dtype=np.int64)
+        for piece, at in zip(self.table.pieces, self.table.full.positions, strict=True):
+            if piece.event is not None:
+                codes[at] = names.setdefault(piece.event, len(names))
+                continue
+            column = piece.column("event")
+            if column is not None and _arrow_kind(column.type) == "str":
+                found, texts = _texts(column)
+                known = np.array([names.setdefault(t, len(names)) for t in texts] + [-1])
+                codes[at] = known[found]  # a row without a text (-1) takes the -1 at the end
+            rows, values = piece.patches.get("event", ([], []))
+            for row, value in zip(rows, values, strict=True):
+                codes[at[row]] = names.setdefault(value, len(names)) if type(value) is str else -1
+        return codes[self.rows], list(names)
+
+    def _may_hold_numbers(self, name: str) -> bool:
+        from runlines.reading._arrow import _arrow_kind
+
+        for piece in self.table.pieces:
+            place = piece.places.get(name)
+            if place is not None and _arrow_kind(piece.table.schema.field(place).type) in (
+                "int",
+                "float",
+            ):
+                return True
+            if any(type(v) in NUMERIC for v in piece.patches.get(name, ((), ()))[1]):
+                return True
+        return False
 
     def codes_of(self, wanted: frozenset[str]) -> _Bools:
         """Return, per record, whether its event is one of *wanted*."""
