@@ -261,7 +261,11 @@ _values = st.one_of(_numbers, st.none(), st.booleans(), st.text(max_size=3))
 _records = st.fixed_dictionaries(
     {
         "ts": st.one_of(st.floats(0, 2e9), st.integers(0, 2**31), st.just("x")),
-        "event": st.sampled_from(["train", "eval", "span", "run_start", "run_end", "system"]),
+        "event": st.one_of(
+            st.sampled_from(["train", "eval", "span", "run_start", "run_end", "artifact"]),
+            st.sampled_from(["signal", "system", "nonfinite"]),
+            st.integers(0, 2),
+        ),
     },
     optional={
         "step": st.one_of(st.integers(0, 50), st.floats(0, 50), st.booleans(), st.just("3")),
@@ -271,6 +275,8 @@ _records = st.fixed_dictionaries(
         "duration_s": _values,
         "resume_step": st.one_of(st.integers(0, 50), st.floats(0, 50), st.none()),
         "attempt": st.integers(1, 3),
+        "path": st.one_of(st.none(), st.just("a.png")),
+        "config": st.one_of(st.none(), st.just({"lr": 0.1})),
     },
 )
 

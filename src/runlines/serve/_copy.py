@@ -215,12 +215,16 @@ class _FileColumns:
         setting = (metric | span) & steps.numeric
         setting[list(resumes)] = True
         last = np.maximum.accumulate(np.where(setting, np.arange(self.records), -1))
-        if len(last) and last[-1] >= 0:
-            history.last_step = resumes.get(int(last[-1]), steps.value(int(last[-1])))
 
         def step_at(row: int) -> Any:
+            """Return the step a record at *row* is drawn at: the last one set up to it."""
             source = int(last[row])
-            return 0 if source < 0 else resumes.get(source, steps.value(source))
+            if source < 0:
+                return 0
+            return resumes[source] if source in resumes else steps.value(source)
+
+        if len(last):
+            history.last_step = step_at(len(last) - 1)
 
         lines = list(self._series(metric, step_at)) + list(self._spans(history, span, step_at))
         lines.sort(key=lambda item: item[0])  # the order the series first appear in
