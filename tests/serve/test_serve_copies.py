@@ -233,6 +233,26 @@ class TestNotUsed:
         series = copied["series s 0"]["series"]
         assert [s["y"] for s in series if s["field"] == "loss"] == [[0, 1, 2, 4, 4, 5, 6, 7, 8]]
 
+    def test_a_copy_that_fails_to_read_costs_the_copy_only(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = write(
+            tmp_path / "r.jsonl", *(line("train", "r", T0 + i, step=i, loss=i) for i in range(5))
+        )
+        plain = answers(log)
+        write_copy(log)
+
+        def broken(*args: Any) -> None:
+            raise RuntimeError("a bug")
+
+        monkeypatch.setattr("runlines.serve._copy._FileColumns.fill", broken)
+        copied = answers(log)
+
+        (problem,) = copied["progress"]["runs"]["r"]["problems"]
+        assert "RuntimeError('a bug')" in problem
+        assert copied["series r 0"] == plain["series r 0"]
+        assert copied["runs"] == plain["runs"]
+
     def test_a_copy_written_while_the_log_is_read_is_not_switched_to(self, tmp_path: Path) -> None:
         log = write(
             tmp_path / "r.jsonl", *(line("train", "r", T0 + i, step=i, loss=i) for i in range(5))

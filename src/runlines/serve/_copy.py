@@ -66,16 +66,20 @@ def read_history(path: Path, *, label: str | None = None) -> tuple[History | Non
     A stale, foreign or damaged copy gives None and its warning; a log without a copy, or
     without pyarrow, gives None and no warning.
     """
-    found: list[str] = []
+    # The readers say why a copy is not used by a warning: caught here, for the page to show.
+    # (catch_warnings is process-wide: a warning of another thread meanwhile is caught too.)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             history = _history(path, label)
-        except (_Inexact, OSError, ValueError):
+        except (_Inexact, OSError, ValueError):  # the log changed under us, or odd columns
             history = None
-    for warning in caught:
-        found.append(str(warning.message))
-    return history, found
+        except Exception as err:  # a bug must cost the copy only, never the log's reading
+            warnings.warn(
+                f"{path}: its copy could not be read ({err!r}); please report it", stacklevel=1
+            )
+            history = None
+    return history, [str(warning.message) for warning in caught]
 
 
 def _history(path: Path, label: str | None) -> History | None:
@@ -104,7 +108,7 @@ def _history(path: Path, label: str | None) -> History | None:
     wanted = SHOWN_WHOLE if rank == 0 else frozenset({RUN_START})
     whole = dict(_whole_records(path, columns, wanted, meta.covers_bytes))
     columns.fill(history, whole)
-    history.whole = [whole[row] for row in sorted(whole) if whole[row].get("event") in wanted]
+    history.whole = [whole[row] for row in sorted(whole)]
     if rank == 0:
         from runlines.reading._summary import RunSummary
 
