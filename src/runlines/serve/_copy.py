@@ -235,16 +235,16 @@ class _FileColumns:
         cuts = sorted(resumes)
         for start, stop in zip([0, *cuts], [*cuts, self.records], strict=True):
             for _, key, floats, rows, at in lines:
-                mine = rows[(rows >= start) & (rows < stop)]
-                if len(mine):
+                low, high = np.searchsorted(rows, [start, stop]).tolist()  # rows ascend
+                if high > low:
                     series = history.series.get(key)
                     if series is None:
                         series = history.series[key] = Series()
                     if floats is None:
-                        for row in mine.tolist():
+                        for row in rows[low:high].tolist():
                             series.add(*at(row))
                     else:
-                        series.extend(floats[np.searchsorted(rows, mine)], mine, at)
+                        series.extend(floats[low:high], rows[low:high], at)
             if stop in resumes:
                 for series in history.series.values():
                     series.drop_after(resumes[stop])
