@@ -167,6 +167,11 @@ class TestSameAnswers:
             b"[1, 2]\n",
         )
 
+        write(  # a foreign writer's last line, without its newline: the copy leaves it out
+            tmp_path / "unended.jsonl",
+            *(line("step", "u", T0 + i, step=i, loss=0.5) for i in range(3)),
+            line("step", "u", T0 + 3, step=3, loss=0.25).rstrip(b"\n"),
+        )
         rng = random.Random(0)
         write(  # durations whose sum depends on the order they are added in
             tmp_path / "spans.jsonl",
@@ -185,6 +190,7 @@ class TestSameAnswers:
         copied = _check_same_through_copies(tmp_path, first_reads)
 
         assert copied["progress"]["runs"]["odd"]["torn_lines"] == 1
+        assert copied["progress"]["runs"]["unended"]["records"] == 4
         assert copied["run odd"]["spans"]["io"]["count"] == 2
 
     def test_a_copy_then_a_resumed_attempt_appended_to_the_log(
