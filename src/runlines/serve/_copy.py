@@ -10,6 +10,7 @@ is read instead, which is never wrong, only slower. numpy and pyarrow are import
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import warnings
@@ -180,14 +181,13 @@ class _FileColumns:
         return codes[self.rows], list(names)
 
     def _may_hold_numbers(self, name: str) -> bool:
+        """Return whether field *name* has a number in some row, by the pieces' types."""
         from runlines.reading._arrow import _arrow_kind
 
         for piece in self.table.pieces:
             place = piece.places.get(name)
-            if place is not None and _arrow_kind(piece.table.schema.field(place).type) in (
-                "int",
-                "float",
-            ):
+            kind = None if place is None else _arrow_kind(piece.table.schema.field(place).type)
+            if kind in ("int", "float"):
                 return True
             if any(type(v) in NUMERIC for v in piece.patches.get(name, ((), ()))[1]):
                 return True
@@ -230,24 +230,26 @@ class _FileColumns:
         if len(last):
             history.last_step = step_at(len(last) - 1)
 
-        lines = list(self._series(metric, step_at)) + list(self._spans(history, span, step_at))
-        lines.sort(key=lambda item: item[0])  # the order the series first appear in
         cuts = sorted(resumes)
-        for start, stop in zip([0, *cuts], [*cuts, self.records], strict=True):
-            for _, key, floats, rows, at in lines:
+        made: list[tuple[tuple[int, int], tuple[str, str], Series]] = []
+        # one series at a time, so that only its own arrays are held; series are independent
+        # but for the resumes, which each drop what they supersede of the series before them
+        for first, key, floats, rows, at in itertools.chain(
+            self._series(metric, step_at), self._spans(history, span, step_at)
+        ):
+            series = Series()
+            for start, stop in zip([0, *cuts], [*cuts, self.records], strict=True):
                 low, high = np.searchsorted(rows, [start, stop]).tolist()  # rows ascend
-                if high > low:
-                    series = history.series.get(key)
-                    if series is None:
-                        series = history.series[key] = Series()
-                    if floats is None:
-                        for row in rows[low:high].tolist():
-                            series.add(*at(row))
-                    else:
-                        series.extend(floats[low:high], rows[low:high], at)
-            if stop in resumes:
-                for series in history.series.values():
+                if floats is None:
+                    for row in rows[low:high].tolist():
+                        series.add(*at(row))
+                else:
+                    series.extend(floats[low:high], rows[low:high], at)
+                if stop in resumes:  # a no-op for a series yet to appear: it has no points
                     series.drop_after(resumes[stop])
+            made.append((first, key, series))
+        made.sort(key=lambda item: item[0])  # the order the series first appear in
+        history.series = {key: series for _, key, series in made}
 
     def _series(self, metric: _Bools, step_at: Any) -> Iterator[tuple[Any, ...]]:
         """Yield (first row, key, floats, rows, point of a row) of each (event, field) series."""
