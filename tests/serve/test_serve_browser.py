@@ -203,9 +203,11 @@ def test_x_axis_log_y_and_smoothing_redraw_the_charts(
 
 
 def test_a_stale_copy_is_named_in_the_table_and_on_the_run_page(
-    serve_dir: Path, page: Any, errors: list[str]
+    serve_dir: Path, page: Any, errors: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from runlines.reading._parquet import write_copy
+
+    monkeypatch.setattr("runlines.serve._copy.MIN_LOG_BYTES", 0)  # a small log for a big one
 
     log = train(serve_dir, "stale", range(1, 6))
     write_copy(log)

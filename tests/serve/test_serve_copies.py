@@ -24,6 +24,7 @@ from _logs import T0, line, write
 from runlines import Run
 from runlines.reading._parquet import compact, write_copy
 from runlines.serve import Server
+from runlines.serve import _copy as copying
 from runlines.serve._copy import read_history
 from runlines.serve._http import _API, dumps
 from runlines.serve._runs import RunStore
@@ -47,6 +48,12 @@ def answers(*sources: Path) -> dict[str, Any]:
             query = {"run": label, "rank": str(rank)}
             found[f"series {label} {rank}"] = _API["/api/series"](store, query, NOW)
     return json.loads(dumps(found))  # type: ignore[no-any-return]
+
+
+@pytest.fixture(autouse=True)
+def _copies_of_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These small logs stand for big ones: their copies are used too."""
+    monkeypatch.setattr(copying, "MIN_LOG_BYTES", 0)
 
 
 @pytest.fixture(name="first_reads")
@@ -238,6 +245,19 @@ class TestNotUsed:
         assert copied["run s"]["progress"]["problems"] == [problem]
         series = copied["series s 0"]["series"]
         assert [s["y"] for s in series if s["field"] == "loss"] == [[0, 1, 2, 4, 4, 5, 6, 7, 8]]
+
+    def test_a_small_log_is_read_from_its_jsonl_without_looking_at_its_copy(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_reads: dict[Path, list[int]]
+    ) -> None:
+        log = write(tmp_path / "s.jsonl", *(line("train", "s", T0 + i, step=i) for i in range(9)))
+        write_copy(log)
+        (tmp_path / "s.parquet").write_bytes(b"not a copy")
+        monkeypatch.setattr(copying, "MIN_LOG_BYTES", log.stat().st_size + 1)
+
+        copied = answers(log)
+
+        assert first_reads[log] == [0]
+        assert copied["progress"]["runs"]["s"]["problems"] == []
 
     def test_a_copy_that_fails_to_read_costs_the_copy_only(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
