@@ -122,6 +122,10 @@ def _history(path: Path, label: str | None) -> History | None:
         from runlines.reading._summary import RunSummary
 
         history.summary = RunSummary.restored(path, meta.summary, label=label)
+    del parsed, columns
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()  # mimalloc keeps the copy's freed pages otherwise
     return history
 
 
