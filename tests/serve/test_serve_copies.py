@@ -342,6 +342,25 @@ def test_any_log_gives_the_same_answers_through_its_copy(
         assert answers(folder) == plain
 
 
+@pytest.mark.parametrize("block", [1, 3, 16, 1 << 20])
+def test_lines_are_found_by_number_from_either_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    rng = random.Random(block)
+    lines = [
+        bytes(rng.choice(b"ab{}") for _ in range(rng.choice([0, 1, 5, 40]))) for _ in range(60)
+    ]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"".join(text + b"\n" for text in lines) + b"a torn tail")
+    monkeypatch.setattr(copying, "_BLOCK_BYTES", block)
+    wanted = sorted({*rng.sample(range(60), 12), 0, 29, 30, 59})
+    covered = path.stat().st_size - len(b"a torn tail")
+
+    found = copying._lines_at(path, wanted, covered, 60)
+
+    assert found == {number: lines[number] for number in wanted}
+
+
 def _steps_of(count: int, rng: random.Random) -> list[float]:
     values: list[float] = []
     for _ in range(count):

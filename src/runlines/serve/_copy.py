@@ -115,7 +115,7 @@ def _history(path: Path, label: str | None) -> History | None:
     )
     rank = log.rank or 0
     wanted = SHOWN_WHOLE if rank == 0 else frozenset({RUN_START})
-    whole = dict(_whole_records(path, columns, wanted, meta.covers_bytes))
+    whole = dict(_whole_records(path, columns, wanted, meta.covers_bytes, meta.covers_lines))
     columns.fill(history, whole)
     history.whole = [whole[row] for row in sorted(whole)]
     if rank == 0:
@@ -416,42 +416,81 @@ def _floats(column: Any) -> _Floats:
 
 
 def _whole_records(
-    path: Path, columns: _FileColumns, wanted: frozenset[str], end: int
+    path: Path, columns: _FileColumns, wanted: frozenset[str], end: int, total: int
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (row, record) of the records of *wanted* events, decoded from their JSONL lines."""
     import numpy as np
 
     rows = np.flatnonzero(columns.codes_of(wanted))
-    for row, raw in zip(rows.tolist(), _lines_at(path, columns.lines[rows], end), strict=True):
-        record = decode_line(raw)
+    lines = _lines_at(path, columns.lines[rows].tolist(), end, total)
+    for row, line in zip(rows.tolist(), columns.lines[rows].tolist(), strict=True):
+        record = decode_line(lines[line])
         if record.get("event") != columns.names[columns.events[row]]:
             raise _Inexact  # not the line the copy says: never guess
         yield row, record
 
 
-def _lines_at(path: Path, numbers: _Ints, end: int) -> list[bytes]:
-    """Return lines *numbers* (0-based, ascending) of the first *end* bytes of *path*."""
+def _lines_at(path: Path, numbers: list[int], end: int, total: int) -> dict[int, bytes]:
+    """Return lines *numbers* (0-based) of the first *end* bytes of *path*, *total* whole lines.
+
+    Those in the first half are looked for from the start, the others from the end: a run's
+    first and last records cost a block each, however long the log.
+    """
+    with open_regular(path) as stream:
+        found = _lines_forward(stream, sorted({n for n in numbers if n < total // 2}))
+        found.update(_lines_backward(stream, {n for n in numbers if n >= total // 2}, end, total))
+    if len(found) < len(set(numbers)):
+        raise _Inexact  # the log no longer holds those lines
+    return found
+
+
+def _lines_forward(stream: Any, wanted: list[int]) -> dict[int, bytes]:
+    """Return lines *wanted* (ascending), read from the start of *stream* up to the last."""
     import numpy as np
 
-    found: list[bytes] = []
-    wanted = numbers.tolist()
-    line = 0  # the number of the line the block starts in
+    found: dict[int, bytes] = {}
+    line = 0  # the line the block starts in
     carry = b""  # the start of that line, from the blocks before
-    with open_regular(path) as stream:
-        left = end
-        while len(found) < len(wanted) and left > 0:
-            block = stream.read(min(_BLOCK_BYTES, left))
-            if not block:
+    stream.seek(0)
+    while len(found) < len(wanted) and (block := stream.read(_BLOCK_BYTES)):
+        ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10).tolist()
+        for number in wanted[len(found) :]:
+            if number >= line + len(ends):
                 break
-            left -= len(block)
-            ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
-            while len(found) < len(wanted) and wanted[len(found)] < line + len(ends):
-                k = wanted[len(found)] - line
-                start = int(ends[k - 1]) + 1 if k else 0
-                text = block[start : int(ends[k])]
-                found.append(carry + text if not k else text)
-            carry = block[int(ends[-1]) + 1 :] if len(ends) else carry + block
-            line += len(ends)
-    if len(found) < len(wanted):
-        raise _Inexact  # the log no longer holds those lines
+            k = number - line
+            found[number] = block[ends[k - 1] + 1 : ends[k]] if k else carry + block[: ends[0]]
+        carry = block[ends[-1] + 1 :] if ends else carry + block
+        line += len(ends)
+    return found
+
+
+def _lines_backward(stream: Any, wanted: set[int], end: int, total: int) -> dict[int, bytes]:
+    """Return lines *wanted* of the first *end* bytes (*total* whole lines), read backwards."""
+    import numpy as np
+
+    found: dict[int, bytes] = {}
+    later = 0  # the newlines at and after `pos`
+    straddling: int | None = None  # a wanted line that ends at or after `pos` but starts before
+    carry = b""  # its bytes from `pos` on
+    pos = end
+    while len(found) < len(wanted) and pos > 0:
+        start = max(0, pos - _BLOCK_BYTES)
+        stream.seek(start)
+        block = stream.read(pos - start)
+        ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10).tolist()
+        if straddling is not None and (ends or not start):
+            found[straddling] = block[ends[-1] + 1 if ends else 0 :] + carry
+            straddling = None
+        elif straddling is not None:
+            carry = block + carry
+        first = total - later - len(ends)  # the line the block's first newline ends
+        for k, stop in enumerate(ends):
+            if first + k not in wanted:
+                continue
+            if k or not start:
+                found[first + k] = block[ends[k - 1] + 1 if k else 0 : stop]
+            else:
+                straddling, carry = first, block[:stop]
+        later += len(ends)
+        pos = start
     return found
