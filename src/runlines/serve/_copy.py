@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 MIN_LOG_BYTES: Final = 4 << 20
 SHOWN_WHOLE: Final = frozenset({RUN_START, RUN_END, ARTIFACT, SIGNAL})  # the run page's records
 _EXACT_INT: Final = 2**53  # beyond it, a float comparison of ints may tie where Python's does not
-_BLOCK_BYTES: Final = 16 << 20
+_BLOCK_BYTES: Final = 1 << 20  # of the JSONL, read to find a line
 
 
 class _Inexact(Exception):
@@ -484,13 +484,12 @@ def _lines_backward(stream: Any, wanted: set[int], end: int, total: int) -> dict
         elif straddling is not None:
             carry = block + carry
         first = total - later - len(ends)  # the line the block's first newline ends
-        for k, stop in enumerate(ends):
-            if first + k not in wanted:
-                continue
+        for number in sorted(n for n in wanted if first <= n < first + len(ends)):
+            k = number - first
             if k or not start:
-                found[first + k] = block[ends[k - 1] + 1 if k else 0 : stop]
+                found[number] = block[ends[k - 1] + 1 if k else 0 : ends[k]]
             else:
-                straddling, carry = first, block[:stop]
+                straddling, carry = number, block[: ends[0]]
         later += len(ends)
         pos = start
     return found
