@@ -221,8 +221,13 @@ def measure_tensorboard(folder: Path, runs: int, records: int) -> tuple[float, i
     return _timed(_TENSORBOARD, *folders)
 
 
-def measure_copy(base: Path, records: int, repeats: int) -> dict[str, list[dict[str, float]]]:
-    """Serve one finished run of *records* with its copy and without, in turn, *repeats* times."""
+def measure_copy(
+    base: Path, records: int, repeats: int
+) -> tuple[dict[str, list[dict[str, float]]], dict[str, int]]:
+    """Serve one finished run of *records* with its copy and without, in turn, *repeats* times.
+
+    Return each side's measures, and the sizes of the JSONL and the copy.
+    """
     folder = base / "copy"
     folder.mkdir()
     log = folder / "finished.jsonl"
@@ -237,13 +242,11 @@ def measure_copy(base: Path, records: int, repeats: int) -> dict[str, list[dict[
         found["jsonl"].append(measure_server(folder, poll_s=_COPY_POLL_S))
         aside.rename(copy)
         found["copy"].append(measure_server(folder, poll_s=_COPY_POLL_S))
-    found["sizes"] = [{"jsonl": log.stat().st_size, "copy": copy.stat().st_size}]
-    return found
+    return found, {"jsonl": log.stat().st_size, "copy": copy.stat().st_size}
 
 
 def print_copy(base: Path, records: int, repeats: int) -> None:
-    found = measure_copy(base, records, repeats)
-    sizes = found.pop("sizes")[0]
+    found, sizes = measure_copy(base, records, repeats)
     print(f"\n## A finished run of {records:,} records: its Parquet copy vs its JSONL\n")
     print(
         f"JSONL {sizes['jsonl'] / 2**20:.0f} MiB, copy {sizes['copy'] / 2**20:.0f} MiB; "
