@@ -259,6 +259,20 @@ class TestNotUsed:
         assert first_reads[log] == [0]
         assert copied["progress"]["runs"]["s"]["problems"] == []
 
+    def test_a_copy_of_more_records_than_memory_allows_is_left_to_the_jsonl(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_reads: dict[Path, list[int]]
+    ) -> None:
+        log = write(tmp_path / "s.jsonl", *(line("train", "s", T0 + i, step=i) for i in range(9)))
+        plain = answers(log)
+        write_copy(log)
+        monkeypatch.setattr(copying, "MAX_COPY_RECORDS", 8)
+        first_reads.clear()
+
+        copied = answers(log)
+
+        assert first_reads[log] == [0]
+        assert copied == plain
+
     def test_a_copy_that_fails_to_read_costs_the_copy_only(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 # As Run's compact=None: a smaller log is read from its JSONL, copy or not, in less time than
 # importing pyarrow takes (measured: 0.5 s and more; a 1 MiB log is read in about 0.1 s)
 MIN_LOG_BYTES: Final = 4 << 20
+# A copy is read whole: its columns take about 250 MB per million records while a history is
+# built from them (measured, 1M and 3M records). Past this, the JSONL is read instead, in the
+# bounded memory a series keeps, so that the server's memory stays bounded however long a run.
+MAX_COPY_RECORDS: Final = 4_000_000
 SHOWN_WHOLE: Final = frozenset({RUN_START, RUN_END, ARTIFACT, SIGNAL})  # the run page's records
 _EXACT_INT: Final = 2**53  # beyond it, a float comparison of ints may tie where Python's does not
 _BLOCK_BYTES: Final = 1 << 20  # of the JSONL, read to find a line
@@ -68,7 +72,8 @@ def read_history(path: Path, *, label: str | None = None) -> tuple[History | Non
     """Return the history *path*'s copy holds (None: read the JSONL), and the warnings met.
 
     A stale, foreign or damaged copy gives None and its warning; a log without a copy, under
-    `MIN_LOG_BYTES`, or without pyarrow, gives None and no warning.
+    `MIN_LOG_BYTES`, of more than `MAX_COPY_RECORDS`, or without pyarrow, gives None and no
+    warning.
     """
     try:
         if os.stat(path).st_size < MIN_LOG_BYTES:
@@ -100,6 +105,8 @@ def _history(path: Path, label: str | None) -> History | None:
     if usable is None:
         return None
     meta = usable[0]
+    if meta.summary["records"] > MAX_COPY_RECORDS:
+        return None
     parsed = _copy_or_none(log, *usable, None)
     after = os.stat(path)
     identity = (before.st_dev, before.st_ino)
