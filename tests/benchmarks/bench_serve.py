@@ -4,13 +4,18 @@ The server runs in its own process, as `runlines serve` does, so that its memory
 "Time to the first chart" is what the page waits for before it can draw: `GET /api/runs`
 answered, then `GET /api/series` of one run with points in it. "Fully read" is when the reader
 thread has read every byte of history. A live run gets records appended between polls, and
-the server's own byte counter (`_bytes_read` in the run table) says what each poll read.
+the server's own byte counter (`bytes_read` in /api/progress) says what each poll read.
+
+A finished run of 1M records is then served twice, side by side: with its Parquet copy
+(`runlines compact`), and from its JSONL alone (the copy moved aside). "Charts complete" is when
+the reader has taken in the whole history and its series are answered.
 
 TensorBoard, when installed, loads the same scalars in its own process, side by side: the time
 its EventAccumulator takes to load every run.
 
     python tests/benchmarks/bench_serve.py            # 100 runs x 100k records, 1 run x 10M
     python tests/benchmarks/bench_serve.py --scale 0.1
+    python tests/benchmarks/bench_serve.py --only-copy  # the 1M-record run, copy vs JSONL
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import orjson
 SRC = Path(__file__).resolve().parents[2] / "src"
 T0 = 1_767_225_600.0
 _PAGE_POLL_S = 1.0
+_COPY_POLL_S = 0.05  # a finer look than the page's: a copy is taken in within about a second
 
 _SERVER = """
 import sys
@@ -110,8 +116,11 @@ def _rss_mib(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def measure_server(folder: Path) -> dict[str, float]:
-    """Start a server over *folder*; time the first chart and the full read; its memory."""
+def measure_server(folder: Path, poll_s: float = _PAGE_POLL_S) -> dict[str, float]:
+    """Start a server over *folder*; time the first chart and the full read; its memory.
+
+    The read is checked every *poll_s* (the page's pace by default).
+    """
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     start = time.perf_counter()
     child = subprocess.Popen(
@@ -129,14 +138,15 @@ def measure_server(folder: Path) -> dict[str, float]:
         slowest = 0.0
         while True:
             asked = time.perf_counter()
-            behind = sum(r["_bytes_behind"] for r in client.get("/api/runs"))
+            client.get("/api/runs")
             slowest = max(slowest, time.perf_counter() - asked)
+            behind = client.get("/api/progress")["bytes_behind"]
             if not behind:
                 break
-            time.sleep(_PAGE_POLL_S)  # as the page polls; a tight loop would only starve the reader
+            time.sleep(poll_s)  # as the page polls; a tight loop would only starve the reader
+        points = sum(len(s["y"]) for s in client.get(f"/api/series?run={first}")["series"])
         full_s = time.perf_counter() - start
         rss, peak = _rss_mib(child.pid)
-        points = sum(len(s["y"]) for s in client.get(f"/api/series?run={first}")["series"])
     finally:
         child.terminate()
         child.wait()
@@ -159,11 +169,11 @@ def measure_live(folder: Path, polls: int, per_poll: int) -> list[tuple[int, int
     try:
         assert child.stdout is not None
         client = Client(child.stdout.readline().strip())
-        while client.get("/api/runs")[0]["_bytes_behind"]:
+        while client.get("/api/progress")["bytes_behind"]:
             pass
         step = 100_000
         for _ in range(polls):
-            before = client.get("/api/runs")[0]["_bytes_read"]
+            before = client.get("/api/progress")["runs"]["live"]["bytes_read"]
             chunk = b"".join(
                 orjson.dumps({"ts": T0 + step + i, "event": "train_step", "run": "live",
                               "step": step + i, "loss": rng.random()}) + b"\n"
@@ -172,7 +182,7 @@ def measure_live(folder: Path, polls: int, per_poll: int) -> list[tuple[int, int
             with open(path, "ab") as stream:
                 stream.write(chunk)
             step += per_poll
-            after = client.get("/api/runs")[0]["_bytes_read"]
+            after = client.get("/api/progress")["runs"]["live"]["bytes_read"]
             found.append((len(chunk), after - before, path.stat().st_size))
     finally:
         child.terminate()
@@ -211,6 +221,52 @@ def measure_tensorboard(folder: Path, runs: int, records: int) -> tuple[float, i
     return _timed(_TENSORBOARD, *folders)
 
 
+def measure_copy(
+    base: Path, records: int, repeats: int
+) -> tuple[dict[str, list[dict[str, float]]], dict[str, int]]:
+    """Serve one finished run of *records* with its copy and without, in turn, *repeats* times.
+
+    Return each side's measures, and the sizes of the JSONL and the copy.
+    """
+    folder = base / "copy"
+    folder.mkdir()
+    log = folder / "finished.jsonl"
+    write_run(log, records, random.Random(0))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    command = [sys.executable, "-m", "runlines", "compact", str(log)]
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    copy, aside = log.with_suffix(".parquet"), base / "aside.parquet"
+    found: dict[str, list[dict[str, float]]] = {"copy": [], "jsonl": []}
+    for _ in range(repeats):
+        copy.rename(aside)  # the log is untouched: the copy still matches it when put back
+        found["jsonl"].append(measure_server(folder, poll_s=_COPY_POLL_S))
+        aside.rename(copy)
+        found["copy"].append(measure_server(folder, poll_s=_COPY_POLL_S))
+    return found, {"jsonl": log.stat().st_size, "copy": copy.stat().st_size}
+
+
+def print_copy(base: Path, records: int, repeats: int) -> None:
+    found, sizes = measure_copy(base, records, repeats)
+    print(f"\n## A finished run of {records:,} records: its Parquet copy vs its JSONL\n")
+    print(
+        f"JSONL {sizes['jsonl'] / 2**20:.0f} MiB, copy {sizes['copy'] / 2**20:.0f} MiB; "
+        f"{repeats} servers each, in turn; the best of each.\n"
+    )
+    print("| read from | first chart | charts complete | slowest /api/runs while reading "
+          "| RSS MiB | peak MiB |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
+    best = {}
+    for name, runs in found.items():
+        best[name] = min(runs, key=lambda got: got["full_s"])
+        got = best[name]
+        print(
+            f"| {name} | {got['chart_s']:.2f} s | {got['full_s']:.2f} s | {got['slowest_s']:.2f} s "
+            f"| {got['rss_mib']:.0f} | {got['peak_mib']:.0f} |"
+        )
+    ratio = best["copy"]["full_s"] / best["jsonl"]["full_s"]
+    print(f"\nCharts complete, copy / JSONL: {ratio:.3f} ({1 / ratio:.1f}x faster)")
+
+
 def _fleet(base: Path, runs: int, records: int) -> tuple[Path, int]:
     folder = base / f"fleet-{runs}x{records}"
     folder.mkdir()
@@ -225,11 +281,16 @@ def main() -> None:
     parser.add_argument("--tb-runs", type=int, default=10, help="runs in the TensorBoard check")
     parser.add_argument("--only-big", action="store_true", help="only the run of 10M x scale")
     parser.add_argument("--skip-load", action="store_true", help="live run, TensorBoard only")
+    parser.add_argument("--only-copy", action="store_true", help="only the copy vs JSONL run")
+    parser.add_argument("--repeats", type=int, default=2, help="servers per side, copy vs JSONL")
     args = parser.parse_args()
     fleet_records = int(100_000 * args.scale)
     big_records = int(10_000_000 * args.scale)
     with tempfile.TemporaryDirectory(prefix="runlines-bench-serve-") as tmp:
         base = Path(tmp)
+        if args.only_copy:
+            print_copy(base, int(1_000_000 * args.scale), args.repeats)
+            return
         print(f"## The dashboard (scale {args.scale:g})\n")
         print(
             "| logs | MiB on disk | table | first chart | fully read | slowest /api/runs "
@@ -251,6 +312,7 @@ def main() -> None:
                 path.unlink()
         if args.only_big:
             return
+        print_copy(base, int(1_000_000 * args.scale), args.repeats)
         print("\n## Bytes read per poll of a live run (100k records of history)\n")
         print("| poll | bytes appended | bytes read | log size |")
         print("|---:|---:|---:|---:|")

@@ -200,3 +200,31 @@ def test_x_axis_log_y_and_smoothing_redraw_the_charts(
     expect(chart).to_have_attribute("data-axes", "wall|true|false")
     expect(chart.locator(".u-legend .u-series:not(.raw) th")).to_have_text(["time", "r"])
     assert errors == []
+
+
+def test_a_stale_copy_is_named_in_the_table_and_on_the_run_page(
+    serve_dir: Path, page: Any, errors: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runlines.reading._parquet import write_copy
+
+    monkeypatch.setattr("runlines.serve._copy.MIN_LOG_BYTES", 0)  # a small log for a big one
+
+    log = train(serve_dir, "stale", range(1, 6))
+    write_copy(log)
+    log.write_bytes(log.read_bytes().replace(b'"loss":0.5', b'"loss":0.6'))
+    server = Server(serve_dir, port=0).start()  # after the copy: it is looked for once
+
+    try:
+        page.goto(server.url)
+        _expect_the_problem_shown(page)
+    finally:
+        server.stop()
+    assert errors == []
+
+
+def _expect_the_problem_shown(page: Any) -> None:
+    problem = page.locator('#runs tr[data-run="stale"] .problem')
+    expect(problem).to_have_text("⚠ copy not used")
+    expect(problem).to_have_attribute("title", re.compile(r"stale\.parquet is not used"))
+    page.locator('#runs tr[data-run="stale"] a').click()
+    expect(page.locator(".panel .problem")).to_have_text(re.compile("runlines compact"))

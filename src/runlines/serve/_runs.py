@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
@@ -19,7 +20,10 @@ from runlines.reading._summary import RunSummary
 from runlines.serve._series import Series
 from runlines.serve._tail import LogTail
 
-_NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
+if TYPE_CHECKING:
+    from runlines.serve._copy import History
+
+NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
 _ENV_FIELDS: Final = (
     "host", "pid", "python", "runlines", "argv", "cwd", "git_commit", "git_dirty", "world_size",
     "id", "resume_step",
@@ -29,7 +33,7 @@ _TAIL_BYTES: Final = 64 << 10  # what a run's status is read from while its hist
 
 
 # The exact types decoded JSON numbers have: no bool, which is an int to isinstance
-_NUMERIC: Final = frozenset({int, float})
+NUMERIC: Final = frozenset({int, float})
 
 
 def as_float(value: Any) -> float:
@@ -51,6 +55,7 @@ class _File:
     series: dict[tuple[str, str], Series] = field(default_factory=dict)
     last_step: float = 0  # the step of the last record that had one
     spans: dict[str, list[float]] = field(default_factory=dict)  # name: [count, total, max]
+    copy_looked: bool = False  # whether its Parquet copy was looked for: once, before reading
 
     def take(self, record: Mapping[str, Any]) -> None:
         event = record.get("event")
@@ -61,14 +66,14 @@ class _File:
             return
         ts = as_float(record.get("ts"))
         step: Any = record.get("step")
-        if type(step) in _NUMERIC:
+        if type(step) in NUMERIC:
             self.last_step = step
         if event == SPAN_EVENT:
             self._take_span(record, ts)
             return
         series = self.series
         for name, value in record.items():
-            if type(value) in _NUMERIC and name not in _NOT_SERIES:
+            if type(value) in NUMERIC and name not in NOT_SERIES:
                 line = series.get((event, name))
                 if line is None:
                     line = series[(event, name)] = Series()
@@ -76,7 +81,7 @@ class _File:
 
     def _resume(self, step: Any) -> None:
         """Drop what an attempt resumed at *step* supersedes: earlier records past that step."""
-        if type(step) in _NUMERIC:
+        if type(step) in NUMERIC:
             for line in self.series.values():
                 line.drop_after(step)
             self.last_step = step
@@ -84,7 +89,7 @@ class _File:
     def _take_span(self, record: Mapping[str, Any], ts: float) -> None:
         name: Any = record.get("name")
         value: Any = record.get("duration_s")
-        if type(name) is not str or type(value) not in _NUMERIC:
+        if type(name) is not str or type(value) not in NUMERIC:
             return
         line = self.series.get((SPAN_EVENT, name))
         if line is None:
@@ -117,6 +122,7 @@ class RunState:
         self.started_ts: float | None = None
         self.last_ts: float | None = None
         self.version = 0  # records taken, over all files: a client's "since"
+        self.problems: list[str] = []  # what the page should say: a copy not used, and why
         self._tail_summary: tuple[int, RunSummary] | None = None  # (size, of the last records)
 
     def add_rank(self, rank: int, path: Path) -> None:
@@ -131,8 +137,44 @@ class RunState:
         """Return the bytes of the run's files not read yet, by a fresh stat of each."""
         return sum(log.tail.behind() for log in self.files.values())
 
+    def copies_to_look_for(self) -> list[tuple[int, Path]]:
+        """Return the (rank, path) of the files whose copy was not looked for yet."""
+        return [(rank, f.tail.path) for rank, f in sorted(self.files.items()) if not f.copy_looked]
+
+    def take_history(self, rank: int, history: History | None, problems: list[str]) -> None:
+        """Start file *rank* from its copy's *history*, unless it was looked for already.
+
+        *problems* (a stale or foreign copy, ignored) are shown on the page and printed.
+        """
+        log = self.files[rank]
+        if log.copy_looked:
+            return  # a request or the reader thread was first
+        log.copy_looked = True
+        for message in problems:
+            if message not in self.problems:
+                self.problems.append(message)
+                print(f"runlines: warning: {message}", file=sys.stderr)
+        if history is None or log.tail.bytes_read:
+            return
+        log.tail.start_at(history.covers_bytes, history.identity)
+        log.tail.records, log.tail.torn_lines = history.records, history.torn_lines
+        log.series, log.spans, log.last_step = history.series, history.spans, history.last_step
+        self.version += history.records
+        if rank == 0 and history.summary is not None:
+            self.summary = history.summary
+            self.started_ts, self.last_ts = history.first_ts, history.last_ts
+            for record in history.whole:
+                self._take_shown(record)
+
     def refresh(self, max_bytes: int | None = None) -> None:
-        """Read what every file of the run gained, at most *max_bytes* of each."""
+        """Read what every file of the run gained, at most *max_bytes* of each.
+
+        A file read for the first time starts from its Parquet copy when it has a usable one.
+        """
+        from runlines.serve._copy import read_history
+
+        for rank, path in self.copies_to_look_for():
+            self.take_history(rank, *read_history(path, label=self.label))
         for rank, log in sorted(self.files.items()):
             for record in log.tail.poll(max_bytes):
                 self._take(rank, log, record)
@@ -153,6 +195,10 @@ class RunState:
         if math.isfinite(ts):
             self.started_ts = ts if self.started_ts is None else self.started_ts
             self.last_ts = ts
+        self._take_shown(record)
+
+    def _take_shown(self, record: dict[str, Any]) -> None:
+        """Keep what the run page shows of a record: config, environment, attempts, artifacts."""
         event = record.get("event")
         if event == "run_start":
             self.config = record.get("config")
@@ -192,6 +238,7 @@ class RunState:
             "torn_lines": main.torn_lines + (1 if main.pending_bytes and not alive else 0),
             "pending_bytes": main.pending_bytes if alive else 0,
             "ranks": sorted(self.files),
+            "problems": self.problems,
         }
 
     def _unread(self) -> int:
@@ -281,10 +328,19 @@ class RunStore:
         with self._lock:
             self._discover_if_due()
             labels = list(self.runs)
+        from runlines.serve._copy import read_history
+
         for label in labels:
             self._no_requests.wait()
             with self._lock:
                 run = self.runs[label]
+                looking = run.copies_to_look_for()
+            # a copy is read outside the lock: requests go on meanwhile
+            found = [(rank, *read_history(path, label=label)) for rank, path in looking]
+            self._no_requests.wait()
+            with self._lock:
+                for rank, history, problems in found:
+                    run.take_history(rank, history, problems)
                 before = run.bytes_read
                 run.refresh(max_bytes)
                 read += run.bytes_read - before

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 MAX_BUCKETS: Final = 1000  # a min and a max per bucket: about one pair per pixel of a wide chart
 MAX_MARKS: Final = 1000
 
 # A point: (order, step, ts, y), order being its place among the series' values.
 _Point = tuple[int, float, float, float]
+# Where values taken in bulk were logged: a row's (step, ts, value) as Python values.
+PointOf = Callable[[int], tuple[float, float, float]]
 
 
 def nonfinite_name(value: float) -> str:
@@ -62,6 +68,83 @@ class Series:
             self._open, self._open_count = None, 0
             if len(self._buckets) > MAX_BUCKETS:
                 self._merge()
+
+    def extend(
+        self, floats: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], at: PointOf
+    ) -> None:
+        """Take many values at once, as that many `add` calls would, in the same order.
+
+        *floats* are the values as floats, for comparing; *at* gives row *rows[i]*'s (step,
+        ts, value) as Python values, and is asked only for the points and marks kept.
+        """
+        import numpy as np
+
+        if not len(rows):
+            return
+        self.last = at(int(rows[-1]))[2]
+        finite = np.isfinite(floats)
+        for row in rows[~finite][: max(0, MAX_MARKS - len(self.marks))].tolist():
+            step, ts, value = at(row)
+            self.marks.append((step, ts, nonfinite_name(value)))
+        self.nonfinite += int(len(rows) - finite.sum())
+        values, rows = floats[finite], rows[finite]
+        done = 0
+        while done < len(values):
+            if self._open is not None or len(values) - done < self.level:
+                done += self._fill_open(values[done:], rows[done:], at)
+                continue
+            room = MAX_BUCKETS + 1 - len(self._buckets)  # closed buckets before the next merge
+            groups = min((len(values) - done) // self.level, room)
+            stop = done + groups * self.level
+            self._close_groups(values[done:stop], rows[done:stop], groups, at)
+            done = stop
+            if len(self._buckets) > MAX_BUCKETS:
+                self._merge()
+
+    def _fill_open(
+        self, values: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], at: PointOf
+    ) -> int:
+        """Add values to the open bucket (opened if none) until it closes; return how many."""
+        taken = min(len(values), self.level - self._open_count)
+        low, high = self._points(values[:taken], rows[:taken], at)
+        opened = self._open
+        if opened is not None:
+            low = low if low[3] < opened[0][3] else opened[0]
+            high = high if high[3] > opened[1][3] else opened[1]
+        self._open = (low, high)
+        self.count += taken
+        self._open_count += taken
+        if self._open_count >= self.level:
+            self._buckets.append(self._open)
+            self._open, self._open_count = None, 0
+            if len(self._buckets) > MAX_BUCKETS:
+                self._merge()
+        return taken
+
+    def _close_groups(
+        self, values: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], groups: int, at: PointOf
+    ) -> None:
+        """Close *groups* buckets of `level` values each: the first minimum and maximum of each."""
+        import numpy as np
+
+        shaped = values.reshape(groups, self.level)
+        starts = np.arange(groups) * self.level
+        lows = (starts + shaped.argmin(axis=1)).tolist()
+        highs = (starts + shaped.argmax(axis=1)).tolist()
+        for low, high in zip(lows, highs, strict=True):
+            self._buckets.append((self._point(low, rows, at), self._point(high, rows, at)))
+        self.count += groups * self.level
+
+    def _points(
+        self, values: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], at: PointOf
+    ) -> tuple[_Point, _Point]:
+        low, high = int(values.argmin()), int(values.argmax())
+        return self._point(low, rows, at), self._point(high, rows, at)
+
+    def _point(self, index: int, rows: npt.NDArray[np.int64], at: PointOf) -> _Point:
+        """Return the point of *rows[index]*, the index-th value from `count` on."""
+        step, ts, value = at(int(rows[index]))
+        return self.count + index, step, ts, value
 
     def _merge(self) -> None:
         pairs = self._buckets

@@ -30,6 +30,14 @@ class LogTail:
         self._fragment = b""
         self._identity: tuple[int, int] | None = None
 
+    def start_at(self, offset: int, identity: tuple[int, int]) -> None:
+        """Go on from *offset* of the file *identity* names: what is before it was read.
+
+        For a history taken from the log's copy; its bytes count as read.
+        """
+        self.offset = self.bytes_read = self.size = offset
+        self._identity = identity
+
     @property
     def pending_bytes(self) -> int:
         """Bytes of a last line that has no newline yet."""

@@ -177,7 +177,8 @@ function cell(row, key) {
     const progress = state.progress[row.run] || {};
     const torn = progress.torn_lines ? el("span", {class: "torn", title: `${progress.torn_lines} torn line(s) skipped`}, `⚠ ${progress.torn_lines} torn`) : null;
     const reading = progress.reading ? el("span", {class: "reading", title: "the history is still being read: metrics so far"}, "reading…") : null;
-    return el("td", {}, el("span", {class: "badge " + value, "data-status": value}, value), reading, torn);
+    const problems = (progress.problems || []).length ? el("span", {class: "torn problem", title: progress.problems.join("\n")}, "⚠ copy not used") : null;
+    return el("td", {}, el("span", {class: "badge " + value, "data-status": value}, value), reading, torn, problems);
   }
   if (key === "duration_s") return el("td", {class: "num"}, fmtDuration(value));
   if (key === "started") return el("td", {}, fmtTime(value));
@@ -504,7 +505,8 @@ async function showRun(label) {
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, label), el("div", {class: "muted"}, d.path, " · ",
       el("span", {class: "badge " + d.row.status}, d.row.status), ` · ${d.row.attempts} attempt(s) · step ${fmt(d.row.step)} · ${fmtDuration(d.row.duration_s)}`,
-      d.progress.torn_lines ? el("span", {class: "torn"}, `⚠ ${d.progress.torn_lines} torn line(s) skipped`) : null)),
+      d.progress.torn_lines ? el("span", {class: "torn"}, `⚠ ${d.progress.torn_lines} torn line(s) skipped`) : null),
+      (d.progress.problems || []).map((text) => el("div", {class: "torn problem"}, `⚠ ${text}`))),
     el("div", {class: "grid2"},
       el("div", {class: "panel"}, el("h2", {}, "Config"), kvTable(flatConfig(d.config))),
       el("div", {class: "panel"}, el("h2", {}, "Environment"), kvTable(d.environment))),
