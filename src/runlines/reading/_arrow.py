@@ -115,6 +115,7 @@ class _ParsedLog:
     # each output row's attempt and whether it is superseded, when a Parquet copy knows them
     attempts: tuple[_Ints, _Bools] | None = None
     positions: _Ints | None = None  # each piece row's place among the log's rows, likewise
+    refused: bool = False  # a line pyarrow read is one that orjson refuses (iter_events skips)
 
     @property
     def num_rows(self) -> int:
@@ -224,6 +225,7 @@ class _FileReader:
         self.bad: list[tuple[int, str]] = []
         self.skipped: set[str] = set()
         self.string_columns: set[str] = set()
+        self.refused = False
         if bytes(data[:3]) == b"\xef\xbb\xbf":
             data[:3] = 32  # a byte-order mark some editors add: spaces
         self.main = _Lines(self, data, *_line_bounds(data), None)
@@ -257,7 +259,9 @@ class _FileReader:
             for piece in lines.read():
                 piece.event = name
                 pieces.append(piece)
-        return _ParsedLog(self.log, pieces, sorted(self.bad), self.skipped)
+        parsed = _ParsedLog(self.log, pieces, sorted(self.bad), self.skipped)
+        parsed.refused = self.refused
+        return parsed
 
     def _event_of(self, bucket: _Bucket) -> str | None:
         """Return the one event all lines of *bucket* hold, or None when it may hold several."""
@@ -601,6 +605,7 @@ class _Lines:
         try:
             return decode_line(raw)
         except ValueError:  # pyarrow took a line that orjson refuses: keep pyarrow's values
+            self.owner.refused = True
             record: dict[str, Any] = table.slice(row, 1).to_pylist()[0]
             return restore_nonfinite(record)
 

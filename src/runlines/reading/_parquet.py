@@ -14,7 +14,7 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -25,7 +25,6 @@ from runlines.reading._arrow import (
     _attempts,
     _Columns,
     _FileReader,
-    _layout,
     _ParsedLog,
     _Piece,
     checked,
@@ -34,6 +33,7 @@ from runlines.reading._files import LogFile, find_logs, is_locked, log_file
 from runlines.reading._lines import decode_line, skipped_lines_message
 from runlines.reading._rules import Errors
 from runlines.reading._summary import RunSummary
+from runlines.reading._summary_columns import declines, line_reader, summary_state
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COPY_FORMAT", "compact", "copy_summary", "read_log", "write_copy"]
 
-COPY_FORMAT: Final = 1  # bumped when the layout below changes: an older copy is ignored
+COPY_FORMAT: Final = 2  # bumped when the layout below changes: an older copy is ignored
 _KEY: Final = b"runlines.copy"  # the Parquet key-value metadata holding `_Meta`
 _SAMPLE_BYTES: Final = 16 << 10  # hashed at each end of the covered bytes, for the quick check
 _HASH_CHUNK: Final = 4 << 20
@@ -92,29 +92,42 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     stat, data = _complete_lines(log.path)
     if not len(data):
         return None
-    covered = bytes(data)  # the parser overwrites the lines it hands to Python
-    summary = RunSummary(log.path)
-    summary_bad: list[int] = []
-    for record in _records(covered, summary_bad):
-        summary.add(record)
-    parsed = _FileReader(log, data, None, find_nulls=True).read()
+    # hashed before parsing: the parser overwrites the lines it hands to Python
+    covers_bytes, sha256 = len(data), hashlib.sha256(data).hexdigest()  # type: ignore[arg-type]
+    sample = _sample_hash(bytes(data[:_SAMPLE_BYTES]), bytes(data[-_SAMPLE_BYTES:]))
+    python_pass = declines(data)
+    reader = _FileReader(log, data, None, find_nulls=True)
+    parsed = reader.read()
+    columns = _Columns([parsed])
+    state = None
+    if not python_pass:
+        read_line = line_reader(log.path, reader.main.starts, reader.main.ends)
+        try:
+            state = summary_state(parsed, columns, read_line)
+        except (OSError, ValueError, KeyError):  # the log changed under us: read it in Python
+            state = None
+        finally:
+            read_line.close()
+    summary_bad = [line for line, _ in parsed.bad]
+    if state is None:
+        state, summary_bad = _python_summary(log.path, covers_bytes)
     table, pieces = _table(pa, parsed.pieces)
-    attempt, superseded = _attempts(_Columns([parsed]), [parsed])
+    attempt, superseded = _attempts(columns, [parsed])
     table = table.append_column(_ATTEMPT, pa.array(attempt, type=pa.int64()))
     table = table.append_column(_SUPERSEDED, pa.array(superseded, type=pa.bool_()))
-    positions = _layout([parsed], None).positions
+    positions = columns.full.positions
     where = np.concatenate(positions) if positions else np.zeros(0, np.int64)
     table = table.append_column(_POSITION, pa.array(where, type=pa.int64()))
     meta = _Meta(
-        covers_bytes=len(covered),
-        covers_lines=covered.count(b"\n"),
-        sha256=hashlib.sha256(covered).hexdigest(),
-        sample_sha256=_sample_hash(covered[:_SAMPLE_BYTES], covered[-_SAMPLE_BYTES:]),
+        covers_bytes=covers_bytes,
+        covers_lines=len(reader.main.starts),
+        sha256=sha256,
+        sample_sha256=sample,
         log_size=stat.st_size,
         log_mtime_ns=stat.st_mtime_ns,
         pieces=pieces,
         bad=[list(item) for item in parsed.bad],
-        summary=summary.state(),
+        summary=state,
         summary_bad=summary_bad,
     )
     target = copy_path(log.path)
@@ -152,15 +165,23 @@ def _complete_lines(path: Path) -> tuple[os.stat_result, npt.NDArray[np.uint8]]:
     return stat, data[:0]
 
 
-def _records(data: bytes, bad: list[int]) -> Iterator[dict[str, Any]]:
-    """Yield the records of *data* as `iter_events` does; add the bad lines' numbers to *bad*."""
-    for number, raw in enumerate(io.BytesIO(data), start=1):
-        if not raw.strip():
-            continue
-        try:
-            yield decode_line(raw)
-        except ValueError:
-            bad.append(number)  # the copy records it, and runs() warns about it
+def _python_summary(path: Path, size: int) -> tuple[dict[str, Any], list[int]]:
+    """Return the `RunSummary` state of the log's first *size* bytes, read as `iter_events`
+    reads them, and the lines it skips (the copy records them, and runs() warns about them).
+    """
+    summary = RunSummary(path)
+    bad: list[int] = []
+    with open_regular(path) as stream:
+        for number, raw in enumerate(io.BytesIO(stream.read(size)), start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = decode_line(raw)
+            except ValueError:
+                bad.append(number)
+                continue
+            summary.add(record)
+    return summary.state(), bad
 
 
 def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
@@ -338,8 +359,9 @@ def _read_meta(path: Path) -> _Meta | None:
     if _KEY not in metadata:
         return None
     about = json.loads(metadata[_KEY])
-    if about.pop("format", None) != COPY_FORMAT:
-        msg = "its format is not this version's"
+    found = about.pop("format", None)
+    if found != COPY_FORMAT:
+        msg = f"it is of copy format {found!r}, and this runlines reads format {COPY_FORMAT}"
         raise ValueError(msg)
     return _Meta(**about)
 
