@@ -25,6 +25,7 @@ from _logs import T0, line, raw, write
 from runlines._encoding import encode_line
 from runlines.cli import main
 from runlines.reading import _arrow
+from runlines.reading import _parquet as parquet
 from runlines.reading._arrow import _Columns, _FileReader
 from runlines.reading._files import log_file
 from runlines.reading._parquet import _complete_lines, _python_summary, compact, write_copy
@@ -363,3 +364,60 @@ class TestSummaryFromColumns:
             frame = runlines.runs(log)
 
         assert frame.loc[0, "train.loss"] == pytest.approx(1 / 20)
+
+
+class TestFooter:
+    """runs() reads a copy's footer itself: what pyarrow's read_metadata gives, or asks it."""
+
+    def _keys(self) -> list[bytes]:
+        return [b"runlines.copy", b"runlines.pieces", b"runlines.summary"]
+
+    def test_the_footer_values_are_those_pyarrow_reads(self, tmp_path: Path) -> None:
+        # a string field that holds the key's bytes: the column statistics hold them too
+        marker = "\x18\x10runlines.summary\x18\x05hello\x00"
+        path = write(tmp_path / "r.jsonl", *(line("note", text=marker, step=i) for i in range(5)))
+        copy = write_copy(path)
+        assert copy is not None
+        expected = pq.read_metadata(copy).metadata
+
+        with copy.open("rb") as file:
+            found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
+
+        assert found == {key: expected[key] for key in self._keys()}
+        assert runlines.runs(path).loc[0, "step"] == 4
+
+    def test_a_footer_too_long_for_the_first_read_is_read_whole(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(parquet, "_FOOTER_READ", 64)
+        copy = write_copy(_train(tmp_path, compact=False))
+        assert copy is not None
+
+        with copy.open("rb") as file:
+            found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
+
+        assert found == {key: pq.read_metadata(copy).metadata[key] for key in self._keys()}
+
+    def test_a_footer_it_cannot_read_is_read_by_pyarrow(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = _train(tmp_path, compact=False)
+        plain = runlines.runs(log)
+        write_copy(log)
+        monkeypatch.setattr(parquet, "_footer_values", lambda *args: None)
+        monkeypatch.setattr(parquet, "_cache", {})
+
+        copied = runlines.runs(log)
+
+        pd.testing.assert_frame_equal(plain, copied)
+
+    def test_a_copy_written_again_is_read_again_not_from_the_cache(self, tmp_path: Path) -> None:
+        log = _train(tmp_path, compact=True)
+        assert runlines.runs(log).loc[0, "attempts"] == 1
+        with runlines.Run("r", tmp_path, stdout=False, compact=True) as run:
+            run.log("train", step=30, loss=0.001)
+
+        copied = runlines.runs(log)
+
+        assert copied.loc[0, "attempts"] == 2
+        assert copied.loc[0, "train.loss.best"] == 0.001
