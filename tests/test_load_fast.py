@@ -352,3 +352,47 @@ class TestTrust:
             frame = runlines.load(other)
 
         assert set(frame["loss"]) == {1.0}
+
+
+class TestMemory:
+    """load() drops each field's Arrow values once the frame's column is built from them."""
+
+    def _log(self, tmp_path: Path) -> Path:
+        lines = [encode_line({"ts": 1.0 + i, "event": "train", "step": i, "loss": 0.5})
+                 for i in range(50)]  # fmt: skip
+        path = tmp_path / "r.jsonl"
+        path.write_bytes(b"".join(lines))
+        return path
+
+    @pytest.mark.parametrize("copied", [False, True])
+    def test_each_field_is_released_once_built(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copied: bool
+    ) -> None:
+        path = self._log(tmp_path)
+        if copied:
+            write_copy(path)
+        released: list[str] = []
+        release = reading._Columns.release
+
+        def noted(table: reading._Columns, name: str) -> None:
+            release(table, name)
+            released.append(name)
+            assert all(p.column(name) is None or p.column(name).null_count == len(p.column(name))
+                       for p in table.pieces)  # fmt: skip
+
+        monkeypatch.setattr(reading._Columns, "release", noted)
+
+        frame = runlines.load(path)
+
+        assert sorted(released) == sorted(["ts", "event", "run", "step", "loss"])
+        assert frame["loss"].tolist() == [0.5] * 50
+
+    def test_an_event_filter_keeps_the_table_for_the_fields_it_drops(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = self._log(tmp_path)
+        monkeypatch.setattr(reading._Columns, "release", lambda *args: pytest.fail("released"))
+
+        frame = runlines.load(path, event="train")
+
+        assert list(frame.columns) == ["ts", "event", "run", "attempt", "step", "loss"]

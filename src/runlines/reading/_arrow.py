@@ -11,6 +11,7 @@ import itertools
 import math
 import os
 import re
+import threading
 import warnings
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -762,6 +763,25 @@ class _Columns:
         self.names = _column_names(logs)
         self.full = _layout(logs, None)
         self._built: dict[str, Any] = {}
+        self._releasing = threading.Lock()
+
+    def release(self, name: str) -> None:
+        """Drop the pieces' Arrow values of column *name*: the frame that was built from them
+        holds them now, and a frame's peak memory is not then the table's and the frame's.
+
+        Column *name* reads as missing afterwards.
+        """
+        import pyarrow as pa
+
+        with self._releasing:  # the frame's columns are built (and released) on threads
+            self._built.pop(name, None)
+            for piece in self.pieces:
+                place = piece.places.get(name)
+                if place is not None:
+                    nulls = pa.nulls(piece.table.num_rows)  # type null: no buffers
+                    piece.table = piece.table.set_column(place, name, nulls)
+        # mimalloc, pyarrow's default pool, keeps freed pages: give them back for the frame
+        pa.default_memory_pool().release_unused()
 
     def get(self, name: str) -> Any:
         """Return column *name* over all rows in output order (cached)."""

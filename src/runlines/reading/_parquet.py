@@ -552,6 +552,7 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
     with pa.OSFile(str(path)) as file:
         names = [n for n in pq.read_schema(file).names if events is not None or n != _NULLS]
     table = pq.read_table(path, columns=names, memory_map=True)
+    pa.default_memory_pool().release_unused()  # the pages the read used and freed
     pieces: list[_Piece] = []
     skipped: set[str] = set()
     start = 0
