@@ -1063,17 +1063,41 @@ def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
             cutoff = np.repeat(step_cutoffs(resumes[mine].tolist()), lengths)
             superseded[first:stop] = steps[first:stop] > cutoff
     if steps is not None and len(segment) and segment.max() > 0:
-        superseded |= _rewritten(table, logs, segment, steps)
+        superseded |= _rewritten(table, logs, segment, steps, superseded)
     return attempt, superseded
 
 
-def _rewritten(table: _Columns, logs: list[_ParsedLog], segment: _Ints, steps: Any) -> _Bools:
-    """Return where a later attempt of the same log wrote a record of the same (event, step)."""
+def _rewritten(
+    table: _Columns, logs: list[_ParsedLog], segment: _Ints, steps: Any, known: _Bools
+) -> _Bools:
+    """Return where a later attempt of the same log wrote a record of the same (event, step).
+
+    Rows *known* to be superseded, and those of each log's last attempt, are no candidates;
+    only the rows that may be a candidate's twin are sorted (none, as a rule: a resumed
+    attempt starts after its resume_step, past which the earlier records are *known*).
+    """
     import numpy as np
 
-    which = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])
+    sizes = [log.num_rows for log in logs]
+    which = np.repeat(np.arange(len(logs)), sizes)
+    starts = np.cumsum([0, *sizes])[:-1]
+    firsts = np.repeat(segment[np.minimum(starts, max(len(segment) - 1, 0))], sizes)
+    ends = [segment[a : a + n].max() if n else 0 for a, n in zip(starts, sizes, strict=True)]
+    lasts = np.repeat(ends, sizes)
+    with np.errstate(invalid="ignore"):
+        stepped = ~np.isnan(steps)
+    candidates = stepped & ~known & (segment < lasts)
+    out = np.zeros(table.num_rows, dtype=bool)
+    if not candidates.any():
+        return out
+    low, high = steps[candidates].min(), steps[candidates].max()
+    twins = stepped & (segment > firsts) & (steps >= low) & (steps <= high)
+    if not twins.any():
+        return out
+    low, high = steps[twins].min(), steps[twins].max()
+    candidates &= (steps >= low) & (steps <= high)
     codes = _codes(table.get("event"))
-    rows = np.flatnonzero(~np.isnan(steps) & (codes >= 0))
+    rows = np.flatnonzero((candidates | twins) & (codes >= 0))
     order = rows[np.lexsort((steps[rows], codes[rows], which[rows]))]
     keys = np.stack((which[order], codes[order], steps[order]))
     cuts = np.flatnonzero((keys[:, 1:] != keys[:, :-1]).any(axis=0)) + 1
