@@ -107,7 +107,7 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     import pyarrow.parquet as pq
 
     log = log_file(path)
-    stat, data = _complete_lines(log.path)
+    info, data = _complete_lines(log.path)
     if not len(data):
         return None
     # hashed before parsing: the parser overwrites the lines it hands to Python
@@ -141,8 +141,8 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
         covers_lines=len(reader.main.starts),
         sha256=sha256,
         sample_sha256=sample,
-        log_size=stat.st_size,
-        log_mtime_ns=stat.st_mtime_ns,
+        log_size=info.st_size,
+        log_mtime_ns=info.st_mtime_ns,
         pieces=pieces,
         bad=[list(item) for item in parsed.bad],
         summary=state,
@@ -170,17 +170,17 @@ def _complete_lines(path: Path) -> tuple[os.stat_result, npt.NDArray[np.uint8]]:
     import numpy as np
 
     with open_regular(path) as stream:
-        stat = os.fstat(stream.fileno())
-        data = np.empty(stat.st_size, dtype=np.uint8)
+        info = os.fstat(stream.fileno())
+        data = np.empty(info.st_size, dtype=np.uint8)
         count = stream.readinto(memoryview(data))  # type: ignore[arg-type]
     end = count
     while end > 0:
         start = max(0, end - _HASH_CHUNK)
         found = np.flatnonzero(data[start:end] == 10)
         if len(found):
-            return stat, data[: start + int(found[-1]) + 1]
+            return info, data[: start + int(found[-1]) + 1]
         end = start
-    return stat, data[:0]
+    return info, data[:0]
 
 
 def _python_summary(path: Path, size: int) -> tuple[dict[str, Any], list[int]]:
