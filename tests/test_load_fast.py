@@ -8,6 +8,7 @@ JSON reader, Python (orjson) taking only those it cannot.
 from __future__ import annotations
 
 import random
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -352,3 +353,106 @@ class TestTrust:
             frame = runlines.load(other)
 
         assert set(frame["loss"]) == {1.0}
+
+
+class TestMemory:
+    """load() drops each field's Arrow values once the frame's column is built from them."""
+
+    def _log(self, tmp_path: Path) -> Path:
+        lines = [encode_line({"ts": 1.0 + i, "event": "train", "step": i, "loss": 0.5})
+                 for i in range(50)]  # fmt: skip
+        path = tmp_path / "r.jsonl"
+        path.write_bytes(b"".join(lines))
+        return path
+
+    @pytest.mark.parametrize("copied", [False, True])
+    def test_each_field_is_released_once_built(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copied: bool
+    ) -> None:
+        path = self._log(tmp_path)
+        if copied:
+            write_copy(path)
+        released: list[str] = []
+        release = reading._Columns.release
+
+        def noted(table: reading._Columns, name: str) -> None:
+            release(table, name)
+            released.append(name)
+            assert all(p.column(name) is None or p.column(name).null_count == len(p.column(name))
+                       for p in table.pieces)  # fmt: skip
+
+        monkeypatch.setattr(reading._Columns, "release", noted)
+
+        frame = runlines.load(path)
+
+        assert sorted(released) == sorted(["ts", "event", "run", "step", "loss"])
+        assert frame["loss"].tolist() == [0.5] * 50
+
+    def test_an_event_filter_keeps_the_table_for_the_fields_it_drops(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        path = self._log(tmp_path)
+        monkeypatch.setattr(reading._Columns, "release", lambda *args: pytest.fail("released"))
+
+        frame = runlines.load(path, event="train")
+
+        assert list(frame.columns) == ["ts", "event", "run", "attempt", "step", "loss"]
+
+
+def _kept_by_hand(records: list[dict[str, Any]]) -> list[int]:
+    """Return the indexes of the records load() keeps: no later attempt wrote their (event,
+    step), and no later resume_step is below their step.
+    """
+    segment, resumes, segments = 0, [], []
+    for record in records:
+        if record["event"] == "run_start":
+            segment += 1
+            resumes.append(record.get("resume_step"))
+        segments.append(segment)
+    kept = []
+    for i, record in enumerate(records):
+        step = record.get("step")
+        later = [r for r in resumes[segments[i] :] if r is not None]
+        if step is not None and later and step > min(later):
+            continue
+        twins = (j for j in range(i + 1, len(records)) if segments[j] > segments[i])
+        same = (records[j]["event"] == record["event"] and records[j].get("step") == step
+                for j in twins)  # fmt: skip
+        if step is not None and any(same):
+            continue
+        kept.append(i)
+    return kept
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    attempts=st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(0, 6)),  # resume_step
+            st.lists(st.tuples(st.sampled_from(["train", "eval"]), st.integers(0, 8)),
+                     max_size=8),  # (event, step) records
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)  # fmt: skip
+def test_superseded_records_are_those_a_later_attempt_replaced(
+    attempts: list[tuple[int | None, list[tuple[str, int]]]],
+) -> None:
+    records: list[dict[str, Any]] = []
+    for number, (resume, steps) in enumerate(attempts, start=1):
+        start: dict[str, Any] = {"ts": 1.0, "event": "run_start", "attempt": number}
+        if resume is not None and number > 1:
+            start["resume_step"] = resume
+        records.append(start)
+        records.extend({"ts": 1.0, "event": e, "step": s, "i": len(records) + k}
+                       for k, (e, s) in enumerate(steps))  # fmt: skip
+    for k, record in enumerate(records):
+        record["i"] = k
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "r.jsonl"
+        path.write_bytes(b"".join(encode_line(r) for r in records))
+
+        frame = runlines.load(path)
+
+    assert frame["i"].tolist() == _kept_by_hand(records)

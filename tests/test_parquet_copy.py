@@ -2,20 +2,34 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import signal
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import runlines
 import runlines._compact as compacting
-from _logs import T0, line, write
+from _logs import T0, line, raw, write
+from runlines._encoding import encode_line
 from runlines.cli import main
-from runlines.reading._parquet import compact, write_copy
+from runlines.reading import _arrow
+from runlines.reading import _parquet as parquet
+from runlines.reading._arrow import _Columns, _FileReader
+from runlines.reading._files import log_file
+from runlines.reading._parquet import _complete_lines, _python_summary, compact, write_copy
+from runlines.reading._summary_columns import declines, line_reader, summary_state
 
 
 def _train(directory: Path, name: str = "r", steps: int = 20, **options: Any) -> Path:
@@ -206,3 +220,204 @@ class TestRunsFromCopies:
 
         pd.testing.assert_frame_equal(plain, copied)
         assert copied.loc[0, "train.big"] == 2**70
+
+
+_EVENTS = ["train", "eval", "run_start", "run_end", "system", "stall", "warning", "a.b", 7]
+_FIELDS = ["loss", "accuracy", "value", "step", "run", "status", "attempt", "resume_step",
+           "config", "lr", "grad_norm"]  # fmt: skip
+_values = st.one_of(
+    st.integers(-5, 5),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([True, None, "x", 2**70, -(2**64), {"lr": 0.1, "opt": {"b": 1}}, [1]]),
+)
+_records = st.fixed_dictionaries(
+    {"ts": st.one_of(st.floats(0, 1e4), st.sampled_from([None, "t", math.nan, 5])),
+     "event": st.sampled_from(_EVENTS)},
+    optional={name: _values for name in _FIELDS},
+)  # fmt: skip
+
+
+def _normal(state: dict[str, Any]) -> Any:
+    """Return *state* comparable with ==: NaN as text."""
+    return json.loads(json.dumps(state, allow_nan=True).replace("NaN", '"NaN"'))
+
+
+def _states(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Return the summary state from the parsed columns (None: declined), and from Python."""
+    log = log_file(path)
+    _, data = _complete_lines(path)
+    reader = _FileReader(log, data, None, find_nulls=True)
+    parsed = reader.read()
+    read_line = line_reader(path, reader.main.starts, reader.main.ends)
+    try:
+        state = summary_state(parsed, _Columns([parsed]), read_line)
+    finally:
+        read_line.close()
+    return state, _python_summary(path, len(data))[0]
+
+
+def _runs_and_warnings(path: Path) -> tuple[pd.DataFrame, list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame = runlines.runs(path)
+    return frame, [str(w.message) for w in caught]
+
+
+class TestSummaryFromColumns:
+    """write_copy() builds runs()' state from the parsed columns: what a Python pass gives."""
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        records=st.lists(_records, min_size=1, max_size=12),
+        repeat=st.sampled_from([1, 3]),
+        as_run_writes=st.booleans(),
+    )
+    def test_the_state_is_the_python_pass_state(
+        self, records: list[dict[str, Any]], repeat: int, as_run_writes: bool
+    ) -> None:
+        def encoded(record: dict[str, Any]) -> bytes:
+            if as_run_writes:  # `_nonfinite` marks, as Run writes them
+                return encode_line(record)
+            return json.dumps(record, allow_nan=True).encode() + b"\n"
+
+        # small buckets and blocks: several pieces, as a big log has
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(_arrow, "_MIN_BUCKET", 2), \
+                mock.patch.object(_arrow, "_BLOCK_BYTES", 300):  # fmt: skip
+            path = Path(tmp) / "h.jsonl"
+            path.write_bytes(b"".join(encoded(r) for r in records * repeat))
+
+            fast, python = _states(path)
+
+        assert fast is not None
+        assert _normal(fast) == _normal(python)
+        assert list(fast["last"]) == list(python["last"])  # runs()' column order
+
+    def test_only_a_mark_or_invalid_utf8_declines_before_parsing(self) -> None:
+        def bytes_of(text: bytes) -> Any:
+            return np.frombuffer(text, dtype=np.uint8).copy()
+
+        assert declines(bytes_of(b'\xef\xbb\xbf{"a":1}\n'))
+        assert declines(bytes_of(b'{"a":"\xc0\xaf"}\n'))
+        assert not declines(bytes_of('{"a":"Inference: \u00e9"}\n'.encode()))
+
+    def test_two_metrics_of_one_column_name_take_the_python_pass(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "r.jsonl", line("a.b", c=1.0), raw({"event": "a", "b.c": 2.0}))
+
+        fast, python = _states(path)
+
+        assert fast is None
+        assert python["last"] == {"a.b.c": 2.0}
+
+    def test_the_benchmark_mix_is_summarised_from_columns(self, tmp_path: Path) -> None:
+        steps = [line("run_start", ts=T0, attempt=1, config={"lr": 0.1})]
+        for step in range(3000):
+            steps.append(line("train", ts=T0 + step, step=step, loss=1 / (step + 1), lr=0.1))
+            if step % 100 == 0:
+                steps.append(line("eval", ts=T0 + step, step=step, accuracy=step / 3000))
+            if step == 1500:
+                steps.append(line("run_start", ts=T0 + step, attempt=2, resume_step=1000))
+        steps.append(line("run_end", ts=T0 + 3000, status="ok"))
+        path = write(tmp_path / "r.jsonl", *steps)
+
+        fast, python = _states(path)
+
+        assert fast is not None
+        assert _normal(fast) == _normal(python)
+        assert fast["attempts"] == 2
+        assert fast["best"]["train.loss"][1][-1] == 2999.0  # a step of the second attempt
+
+    @pytest.mark.parametrize(
+        ("name", "odd"),
+        [
+            ("a byte-order mark", b'\xef\xbb\xbf{"ts":0,"event":"warning","line":1}\n'),
+            ("invalid UTF-8", b'{"ts":9,"event":"warning","text":"\xff"}\n'),
+            ("Inf, which only pyarrow reads", b'{"ts":9,"event":"warning","line":Inf}\n'),
+            ("-NaN, likewise", b'{"ts":9,"event":"warning","line": -NaN}\n'),
+        ],
+    )
+    def test_lines_the_engine_and_iter_events_read_apart_take_the_python_pass(
+        self, tmp_path: Path, name: str, odd: bytes
+    ) -> None:
+        """load() reads the odd line, iter_events() skips it: runs() is as without a copy."""
+        good = b'{"ts":2,"event":"train","loss":0.5,"note":"Inference: Infinity"}\n'
+        lines = (odd, good, good) if odd.startswith(b"\xef") else (good, good, odd)
+        path = write(tmp_path / "r.jsonl", *lines)
+        plain, said = _runs_and_warnings(path)
+
+        write_copy(path)
+        copied, said_too = _runs_and_warnings(path)
+
+        pd.testing.assert_frame_equal(plain, copied)
+        assert said == said_too
+
+    def test_an_older_copy_format_is_ignored_with_a_warning(self, tmp_path: Path) -> None:
+        log = _train(tmp_path, compact=True)
+        copy = tmp_path / "r.parquet"
+        table = pq.read_table(copy)
+        metadata = dict(table.schema.metadata)
+        about = json.loads(metadata[b"runlines.copy"])
+        about["format"] = 1
+        metadata[b"runlines.copy"] = json.dumps(about).encode()
+        pq.write_table(table.replace_schema_metadata(metadata), copy)
+
+        with pytest.warns(runlines.RunlinesWarning, match="r.parquet is not used: .*copy format 1"):
+            frame = runlines.runs(log)
+
+        assert frame.loc[0, "train.loss"] == pytest.approx(1 / 20)
+
+
+class TestFooter:
+    """runs() reads a copy's footer itself: what pyarrow's read_metadata gives, or asks it."""
+
+    def _keys(self) -> list[bytes]:
+        return [b"runlines.copy", b"runlines.pieces", b"runlines.summary"]
+
+    def test_the_footer_values_are_those_pyarrow_reads(self, tmp_path: Path) -> None:
+        # a string field that holds the key's bytes: the column statistics hold them too
+        marker = "\x18\x10runlines.summary\x18\x05hello\x00"
+        path = write(tmp_path / "r.jsonl", *(line("note", text=marker, step=i) for i in range(5)))
+        copy = write_copy(path)
+        assert copy is not None
+        expected = pq.read_metadata(copy).metadata
+
+        with copy.open("rb") as file:
+            found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
+
+        assert found == {key: expected[key] for key in self._keys()}
+        assert runlines.runs(path).loc[0, "step"] == 4
+
+    def test_a_footer_too_long_for_the_first_read_is_read_whole(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(parquet, "_FOOTER_READ", 64)
+        copy = write_copy(_train(tmp_path, compact=False))
+        assert copy is not None
+
+        with copy.open("rb") as file:
+            found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
+
+        assert found == {key: pq.read_metadata(copy).metadata[key] for key in self._keys()}
+
+    def test_a_footer_it_cannot_read_is_read_by_pyarrow(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = _train(tmp_path, compact=False)
+        plain = runlines.runs(log)
+        write_copy(log)
+        monkeypatch.setattr(parquet, "_footer_values", lambda *args: None)
+        monkeypatch.setattr(parquet, "_cache", {})
+
+        copied = runlines.runs(log)
+
+        pd.testing.assert_frame_equal(plain, copied)
+
+    def test_a_copy_written_again_is_read_again_not_from_the_cache(self, tmp_path: Path) -> None:
+        log = _train(tmp_path, compact=True)
+        assert runlines.runs(log).loc[0, "attempts"] == 1
+        with runlines.Run("r", tmp_path, stdout=False, compact=True) as run:
+            run.log("train", step=30, loss=0.001)
+
+        copied = runlines.runs(log)
+
+        assert copied.loc[0, "attempts"] == 2
+        assert copied.loc[0, "train.loss.best"] == 0.001

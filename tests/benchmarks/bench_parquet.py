@@ -114,12 +114,14 @@ def main() -> int:
             for name, (which, _) in READERS.items():
                 runs[name].append(measure(codes[name], inputs[which], env))
         results = {name: median(r) for name, r in runs.items()}
+        loads = " / ".join(f"{x:.1f}" for x in os.getloadavg())
         sizes = {"jsonl": torn.stat().st_size, "copy": copy.stat().st_size}
         print(f"Log: {args.records} records, {sizes['jsonl'] / 1e6:.0f} MB; copy "
               f"{sizes['copy'] / 1e6:.1f} MB, written in {write_s:.2f} s "
               f"({sizes['jsonl'] / 1e6 / write_s:.0f} MB/s of JSONL); sweep: {args.runs} runs "
               f"of 1,000 records, {sweep_write_s * 1e3:.0f} ms per copy. Median of "
-              f"{args.repeat}.")  # fmt: skip
+              f"{args.repeat}; load average at the end {loads} on {os.cpu_count()} "
+              "cores (others' work slows threaded readers most).")  # fmt: skip
         print()
         print("| reader | rows | call s | process s | peak RSS MB |")
         print("|---|---:|---:|---:|---:|")

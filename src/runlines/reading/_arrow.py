@@ -11,6 +11,7 @@ import itertools
 import math
 import os
 import re
+import threading
 import warnings
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -115,6 +116,7 @@ class _ParsedLog:
     # each output row's attempt and whether it is superseded, when a Parquet copy knows them
     attempts: tuple[_Ints, _Bools] | None = None
     positions: _Ints | None = None  # each piece row's place among the log's rows, likewise
+    refused: bool = False  # a line pyarrow read is one that orjson refuses (iter_events skips)
 
     @property
     def num_rows(self) -> int:
@@ -224,6 +226,7 @@ class _FileReader:
         self.bad: list[tuple[int, str]] = []
         self.skipped: set[str] = set()
         self.string_columns: set[str] = set()
+        self.refused = False
         if bytes(data[:3]) == b"\xef\xbb\xbf":
             data[:3] = 32  # a byte-order mark some editors add: spaces
         self.main = _Lines(self, data, *_line_bounds(data), None)
@@ -257,7 +260,9 @@ class _FileReader:
             for piece in lines.read():
                 piece.event = name
                 pieces.append(piece)
-        return _ParsedLog(self.log, pieces, sorted(self.bad), self.skipped)
+        parsed = _ParsedLog(self.log, pieces, sorted(self.bad), self.skipped)
+        parsed.refused = self.refused
+        return parsed
 
     def _event_of(self, bucket: _Bucket) -> str | None:
         """Return the one event all lines of *bucket* hold, or None when it may hold several."""
@@ -601,6 +606,7 @@ class _Lines:
         try:
             return decode_line(raw)
         except ValueError:  # pyarrow took a line that orjson refuses: keep pyarrow's values
+            self.owner.refused = True
             record: dict[str, Any] = table.slice(row, 1).to_pylist()[0]
             return restore_nonfinite(record)
 
@@ -757,6 +763,25 @@ class _Columns:
         self.names = _column_names(logs)
         self.full = _layout(logs, None)
         self._built: dict[str, Any] = {}
+        self._releasing = threading.Lock()
+
+    def release(self, name: str) -> None:
+        """Drop the pieces' Arrow values of column *name*: the frame that was built from them
+        holds them now, and a frame's peak memory is not then the table's and the frame's.
+
+        Column *name* reads as missing afterwards.
+        """
+        import pyarrow as pa
+
+        with self._releasing:  # the frame's columns are built (and released) on threads
+            self._built.pop(name, None)
+            for piece in self.pieces:
+                place = piece.places.get(name)
+                if place is not None:
+                    nulls = pa.nulls(piece.table.num_rows)  # type null: no buffers
+                    piece.table = piece.table.set_column(place, name, nulls)
+        # mimalloc, pyarrow's default pool, keeps freed pages: give them back for the frame
+        pa.default_memory_pool().release_unused()
 
     def get(self, name: str) -> Any:
         """Return column *name* over all rows in output order (cached)."""
@@ -1038,17 +1063,41 @@ def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
             cutoff = np.repeat(step_cutoffs(resumes[mine].tolist()), lengths)
             superseded[first:stop] = steps[first:stop] > cutoff
     if steps is not None and len(segment) and segment.max() > 0:
-        superseded |= _rewritten(table, logs, segment, steps)
+        superseded |= _rewritten(table, logs, segment, steps, superseded)
     return attempt, superseded
 
 
-def _rewritten(table: _Columns, logs: list[_ParsedLog], segment: _Ints, steps: Any) -> _Bools:
-    """Return where a later attempt of the same log wrote a record of the same (event, step)."""
+def _rewritten(
+    table: _Columns, logs: list[_ParsedLog], segment: _Ints, steps: Any, known: _Bools
+) -> _Bools:
+    """Return where a later attempt of the same log wrote a record of the same (event, step).
+
+    Rows *known* to be superseded, and those of each log's last attempt, are no candidates;
+    only the rows that may be a candidate's twin are sorted (none, as a rule: a resumed
+    attempt starts after its resume_step, past which the earlier records are *known*).
+    """
     import numpy as np
 
-    which = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])
+    sizes = [log.num_rows for log in logs]
+    which = np.repeat(np.arange(len(logs)), sizes)
+    starts = np.cumsum([0, *sizes])[:-1]
+    firsts = np.repeat(segment[np.minimum(starts, max(len(segment) - 1, 0))], sizes)
+    ends = [segment[a : a + n].max() if n else 0 for a, n in zip(starts, sizes, strict=True)]
+    lasts = np.repeat(ends, sizes)
+    with np.errstate(invalid="ignore"):
+        stepped = ~np.isnan(steps)
+    candidates = stepped & ~known & (segment < lasts)
+    out = np.zeros(table.num_rows, dtype=bool)
+    if not candidates.any():
+        return out
+    low, high = steps[candidates].min(), steps[candidates].max()
+    twins = stepped & (segment > firsts) & (steps >= low) & (steps <= high)
+    if not twins.any():
+        return out
+    low, high = steps[twins].min(), steps[twins].max()
+    candidates &= (steps >= low) & (steps <= high)
     codes = _codes(table.get("event"))
-    rows = np.flatnonzero(~np.isnan(steps) & (codes >= 0))
+    rows = np.flatnonzero((candidates | twins) & (codes >= 0))
     order = rows[np.lexsort((steps[rows], codes[rows], which[rows]))]
     keys = np.stack((which[order], codes[order], steps[order]))
     cuts = np.flatnonzero((keys[:, 1:] != keys[:, :-1]).any(axis=0)) + 1

@@ -18,6 +18,7 @@ __all__ = [
     "is_locked",
     "lock_path",
     "log_file",
+    "real_path",
     "run_labels",
     "sha256_of",
 ]
@@ -50,15 +51,30 @@ def find_logs(*sources: str | os.PathLike[str]) -> list[LogFile]:
         msg = "no log given; pass a .jsonl log file or a folder of logs"
         raise ReadError(msg)
     found: dict[Path, LogFile] = {}
+    folders: dict[Path, Path] = {}
     for source in sources:
         for log in _logs_of(Path(source)):
-            found.setdefault(log.path.resolve(), log)
+            found.setdefault(real_path(log.path, folders), log)
     return list(found.values())
+
+
+def real_path(path: Path, folders: dict[Path, Path]) -> Path:
+    """Return `path.resolve()`, resolving each folder once (*folders* caches them).
+
+    A log in a folder of logs is seldom a link itself: resolving the folder and adding the
+    name costs one `lstat` for the file instead of one per part of its path.
+    """
+    if path.is_symlink():
+        return path.resolve()
+    folder = folders.get(path.parent)
+    if folder is None:
+        folder = folders[path.parent] = path.parent.resolve()
+    return folder / path.name
 
 
 def _logs_of(source: Path) -> list[LogFile]:
     if source.is_dir():
-        logs = [log_file(p) for p in source.glob(f"*{LOG_SUFFIX}") if _is_log_file(p)]
+        logs = _logs_in(source)
         if not logs:
             msg = (
                 f"{source} has no *{LOG_SUFFIX} logs; pass a log file or the folder that holds them"
@@ -67,6 +83,23 @@ def _logs_of(source: Path) -> list[LogFile]:
         return sorted(logs, key=lambda log: (log.run, log.rank or 0))
     check_source(source)
     return [log_file(source)]
+
+
+def _logs_in(folder: Path) -> list[LogFile]:
+    """Return the `*.jsonl` logs of *folder* (as `glob` finds them: no hidden names).
+
+    An entry the listing names a plain file needs no stat; a link, or an entry of a kind the
+    listing does not say, is looked at (`_is_log_file`).
+    """
+    logs = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.name.endswith(LOG_SUFFIX):
+                continue
+            path = folder / entry.name
+            if entry.is_file(follow_symlinks=False) or _is_log_file(path):
+                logs.append(log_file(path))
+    return logs
 
 
 def check_source(source: Path) -> None:
@@ -119,15 +152,17 @@ def run_labels(logs: Sequence[LogFile]) -> dict[Path, str]:
     labelled by their path relative to the logs' common folder (`exp1/baseline`,
     `exp2/baseline`). Logs whose names collide with no other keep their plain names (no label).
     """
+    resolved: dict[Path, Path] = {}
+    parents = {log.path: real_path(log.path, resolved).parent for log in logs}
     folders: dict[str, set[Path]] = {}
     for log in logs:
-        folders.setdefault(log.run, set()).add(log.path.resolve().parent)
+        folders.setdefault(log.run, set()).add(parents[log.path])
     colliding = [log for log in logs if len(folders[log.run]) > 1]
     if not colliding:
         return {}
-    common = Path(os.path.commonpath([str(log.path.resolve().parent) for log in colliding]))
+    common = Path(os.path.commonpath([str(parents[log.path]) for log in colliding]))
     labels = {}
     for log in colliding:
-        folder = log.path.resolve().parent.relative_to(common)
+        folder = parents[log.path].relative_to(common)
         labels[log.path] = (folder / log.run).as_posix()
     return labels

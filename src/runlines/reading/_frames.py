@@ -134,7 +134,9 @@ def load(
     keep = np.ones(table.num_rows, dtype=bool) if superseded else ~rewound
     if names is not None:
         keep &= _event_rows(table, names, {e for log in logs for e in log.skipped})
-    frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, columns))
+    # with no event filter, or columns named, the table gives the frame and nothing more
+    done = names is None or columns is not None
+    frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, columns), done)
     if names is None or columns is not None:
         return frame
     empty = [n for n in frame.columns if n not in FIRST_COLUMNS and frame[n].isna().all()]
@@ -212,7 +214,11 @@ def _frame(
     keep: _Bools,
     attempt: _Ints,
     names: list[str],
+    release: bool = False,
 ) -> pd.DataFrame:
+    """Return the frame of columns *names*; with *release*, each column's Arrow values are
+    dropped from *table* once the frame's column is built.
+    """
     import numpy as np
 
     layout = table.full if keep.all() else _layout(logs, keep)
@@ -223,6 +229,12 @@ def _frame(
     which_log = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])[keep]
 
     def column(name: str) -> Any:
+        built = made(name)
+        if release and name in table.names:
+            table.release(name)
+        return built
+
+    def made(name: str) -> Any:
         if name == "attempt":
             derived = attempt[keep]
             return _own_attempts(built(name), derived) if name in table.names else derived

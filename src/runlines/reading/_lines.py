@@ -19,6 +19,7 @@ from runlines.reading._files import is_locked
 from runlines.reading._rules import HINT, Errors, check_errors
 
 __all__ = [
+    "LONG_INT",
     "LogFollower",
     "decode_line",
     "head_record",
@@ -53,7 +54,7 @@ def decode_line(raw: bytes) -> dict[str, Any]:
         except (ValueError, RecursionError):
             raise err from None
     else:
-        if _LONG_INT.search(raw) is not None:  # orjson reads an int beyond 64 bits as a float
+        if LONG_INT.search(raw) is not None:  # orjson reads an int beyond 64 bits as a float
             try:
                 value = json.loads(raw)
             except (ValueError, RecursionError):  # nested deeper than json's recursion limit
@@ -66,7 +67,7 @@ def decode_line(raw: bytes) -> dict[str, Any]:
 
 
 # A JSON number that may not fit 64 bits: a minus sign and 19 digits, or 20 digits
-_LONG_INT: Final = re.compile(rb"[:\[,]\s*(?:-\d{19}|\d{20})")
+LONG_INT: Final = re.compile(rb"[:\[,]\s*(?:-\d{19}|\d{20})")
 # A JSON number that may not fit int64, which pyarrow reads as a float: 19 digits (2**63 has 19)
 INT64_PAST: Final = re.compile(rb"[:\[,]\s*-?\d{19}")
 

@@ -13,11 +13,14 @@ import hashlib
 import io
 import json
 import os
+import stat
 import warnings
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import orjson
 
 from runlines._layout import copy_path, open_regular
 from runlines.errors import RunlinesWarning
@@ -25,15 +28,15 @@ from runlines.reading._arrow import (
     _attempts,
     _Columns,
     _FileReader,
-    _layout,
     _ParsedLog,
     _Piece,
     checked,
 )
 from runlines.reading._files import LogFile, find_logs, is_locked, log_file
-from runlines.reading._lines import decode_line, skipped_lines_message
+from runlines.reading._lines import LONG_INT, decode_line, skipped_lines_message
 from runlines.reading._rules import Errors
 from runlines.reading._summary import RunSummary
+from runlines.reading._summary_columns import declines, line_reader, summary_state
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,9 +44,17 @@ if TYPE_CHECKING:
 
 __all__ = ["COPY_FORMAT", "compact", "copy_summary", "read_log", "write_copy"]
 
-COPY_FORMAT: Final = 1  # bumped when the layout below changes: an older copy is ignored
-_KEY: Final = b"runlines.copy"  # the Parquet key-value metadata holding `_Meta`
-_SAMPLE_BYTES: Final = 16 << 10  # hashed at each end of the covered bytes, for the quick check
+COPY_FORMAT: Final = 2  # bumped when the layout below changes: an older copy is ignored
+# The Parquet key-value metadata: what the copy covers (and its format), what load() rebuilds
+# the parsed log from, and the run summary, all runs() reads.
+_KEY: Final = b"runlines.copy"
+_PIECES_KEY: Final = b"runlines.pieces"
+_SUMMARY_KEY: Final = b"runlines.summary"
+_COVERS: Final = ("covers_bytes", "covers_lines", "sha256", "sample_sha256", "log_size",
+                  "log_mtime_ns")  # fmt: skip
+_FOOTER_READ: Final = 16 << 10  # the end of a copy read at once: the footer of a small run
+_CACHED: Final = 4096  # copies whose metadata one process keeps decoded
+_SAMPLE_BYTES: Final = 4 << 10  # hashed at each end of the covered bytes, for the quick check
 _HASH_CHUNK: Final = 4 << 20
 _LINE, _PATCH, _NULLS = "__line", "__patch", "__nulls"  # bookkeeping columns; fields are c<i>
 # each output row's (the log's records in line order) attempt, and whether it is superseded;
@@ -66,9 +77,16 @@ class _Meta:
     summary: dict[str, Any]  # RunSummary.state()
     summary_bad: list[int]  # the lines iter_events() skips (a BOM, which load() takes)
 
-    def as_json(self) -> bytes:
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        return json.dumps({"format": COPY_FORMAT, **fields}).encode()
+    def as_metadata(self) -> dict[bytes, bytes]:
+        """Return the copy's key-value metadata: each part under its own key."""
+        covers = {name: getattr(self, name) for name in _COVERS}
+        summary = {"summary": self.summary, "summary_bad": self.summary_bad}
+        return {
+            _KEY: json.dumps({"format": COPY_FORMAT, **covers}).encode(),
+            _PIECES_KEY: json.dumps({"pieces": self.pieces, "bad": self.bad}).encode(),
+            # allow_nan: a summary holds the NaN and infinities the log holds
+            _SUMMARY_KEY: json.dumps(summary, allow_nan=True).encode(),
+        }
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -89,39 +107,52 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     import pyarrow.parquet as pq
 
     log = log_file(path)
-    stat, data = _complete_lines(log.path)
+    info, data = _complete_lines(log.path)
     if not len(data):
         return None
-    covered = bytes(data)  # the parser overwrites the lines it hands to Python
-    summary = RunSummary(log.path)
-    summary_bad: list[int] = []
-    for record in _records(covered, summary_bad):
-        summary.add(record)
-    parsed = _FileReader(log, data, None, find_nulls=True).read()
+    # hashed before parsing: the parser overwrites the lines it hands to Python
+    covers_bytes, sha256 = len(data), hashlib.sha256(data).hexdigest()  # type: ignore[arg-type]
+    sample = _sample_hash(bytes(data[:_SAMPLE_BYTES]), bytes(data[-_SAMPLE_BYTES:]))
+    python_pass = declines(data)
+    reader = _FileReader(log, data, None, find_nulls=True)
+    parsed = reader.read()
+    columns = _Columns([parsed])
+    state = None
+    if not python_pass:
+        read_line = line_reader(log.path, reader.main.starts, reader.main.ends)
+        try:
+            state = summary_state(parsed, columns, read_line)
+        except (OSError, ValueError, KeyError):  # the log changed under us: read it in Python
+            state = None
+        finally:
+            read_line.close()
+    summary_bad = [line for line, _ in parsed.bad]
+    if state is None:
+        state, summary_bad = _python_summary(log.path, covers_bytes)
     table, pieces = _table(pa, parsed.pieces)
-    attempt, superseded = _attempts(_Columns([parsed]), [parsed])
+    attempt, superseded = _attempts(columns, [parsed])
     table = table.append_column(_ATTEMPT, pa.array(attempt, type=pa.int64()))
     table = table.append_column(_SUPERSEDED, pa.array(superseded, type=pa.bool_()))
-    positions = _layout([parsed], None).positions
+    positions = columns.full.positions
     where = np.concatenate(positions) if positions else np.zeros(0, np.int64)
     table = table.append_column(_POSITION, pa.array(where, type=pa.int64()))
     meta = _Meta(
-        covers_bytes=len(covered),
-        covers_lines=covered.count(b"\n"),
-        sha256=hashlib.sha256(covered).hexdigest(),
-        sample_sha256=_sample_hash(covered[:_SAMPLE_BYTES], covered[-_SAMPLE_BYTES:]),
-        log_size=stat.st_size,
-        log_mtime_ns=stat.st_mtime_ns,
+        covers_bytes=covers_bytes,
+        covers_lines=len(reader.main.starts),
+        sha256=sha256,
+        sample_sha256=sample,
+        log_size=info.st_size,
+        log_mtime_ns=info.st_mtime_ns,
         pieces=pieces,
         bad=[list(item) for item in parsed.bad],
-        summary=summary.state(),
+        summary=state,
         summary_bad=summary_bad,
     )
     target = copy_path(log.path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         pq.write_table(
-            table.replace_schema_metadata({_KEY: meta.as_json()}), temporary, compression="zstd"
+            table.replace_schema_metadata(meta.as_metadata()), temporary, compression="zstd"
         )
         os.replace(temporary, target)
     finally:
@@ -139,28 +170,36 @@ def _complete_lines(path: Path) -> tuple[os.stat_result, npt.NDArray[np.uint8]]:
     import numpy as np
 
     with open_regular(path) as stream:
-        stat = os.fstat(stream.fileno())
-        data = np.empty(stat.st_size, dtype=np.uint8)
+        info = os.fstat(stream.fileno())
+        data = np.empty(info.st_size, dtype=np.uint8)
         count = stream.readinto(memoryview(data))  # type: ignore[arg-type]
     end = count
     while end > 0:
         start = max(0, end - _HASH_CHUNK)
         found = np.flatnonzero(data[start:end] == 10)
         if len(found):
-            return stat, data[: start + int(found[-1]) + 1]
+            return info, data[: start + int(found[-1]) + 1]
         end = start
-    return stat, data[:0]
+    return info, data[:0]
 
 
-def _records(data: bytes, bad: list[int]) -> Iterator[dict[str, Any]]:
-    """Yield the records of *data* as `iter_events` does; add the bad lines' numbers to *bad*."""
-    for number, raw in enumerate(io.BytesIO(data), start=1):
-        if not raw.strip():
-            continue
-        try:
-            yield decode_line(raw)
-        except ValueError:
-            bad.append(number)  # the copy records it, and runs() warns about it
+def _python_summary(path: Path, size: int) -> tuple[dict[str, Any], list[int]]:
+    """Return the `RunSummary` state of the log's first *size* bytes, read as `iter_events`
+    reads them, and the lines it skips (the copy records them, and runs() warns about them).
+    """
+    summary = RunSummary(path)
+    bad: list[int] = []
+    with open_regular(path) as stream:
+        for number, raw in enumerate(io.BytesIO(stream.read(size)), start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = decode_line(raw)
+            except ValueError:
+                bad.append(number)
+                continue
+            summary.add(record)
+    return summary.state(), bad
 
 
 def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
@@ -276,25 +315,31 @@ def _copy_or_none(
 
 
 def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
-    """Return the `RunSummary` of *log* from its copy and the JSONL after it, or None."""
-    found = _usable_copy(log)
+    """Return the `RunSummary` of *log* from its copy and the JSONL after it, or None.
+
+    Reads only the copy's footer: what it covers and the summary, not its columns.
+    """
+    found = _checked_copy(log, (_KEY, _SUMMARY_KEY))
     if found is None:
         return None
-    meta = found[0]
-    summary = RunSummary.restored(log.path, meta.summary, label=label)
-    skipped = list(meta.summary_bad)
-    if log.path.stat().st_size > meta.covers_bytes:
-        _add_tail(summary, log.path, meta, skipped)
+    parts, _, log_size = found
+    covers, stored = parts[_KEY], parts[_SUMMARY_KEY]
+    summary = RunSummary.restored(log.path, stored["summary"], label=label)
+    skipped = list(stored["summary_bad"])
+    if log_size > covers["covers_bytes"]:
+        _add_tail(summary, log.path, covers["covers_bytes"], covers["covers_lines"], skipped)
     if skipped:
         warnings.warn(skipped_lines_message(log.path, skipped), RunlinesWarning, stacklevel=4)
     return summary
 
 
-def _add_tail(summary: RunSummary, path: Path, meta: _Meta, skipped: list[int]) -> None:
-    """Add the records after the copy to *summary*; add the bad lines' numbers to *skipped*."""
+def _add_tail(summary: RunSummary, path: Path, start: int, lines: int, skipped: list[int]) -> None:
+    """Add the records from byte *start* (line *lines* + 1) on to *summary*; add the bad
+    lines' numbers to *skipped*.
+    """
     with open_regular(path) as stream:
-        stream.seek(meta.covers_bytes)
-        for number, raw in enumerate(stream, start=meta.covers_lines + 1):
+        stream.seek(start)
+        for number, raw in enumerate(stream, start=lines + 1):
             if not raw.strip():
                 continue
             try:
@@ -309,18 +354,33 @@ def _add_tail(summary: RunSummary, path: Path, meta: _Meta, skipped: list[int]) 
 
 def _usable_copy(log: LogFile) -> tuple[_Meta, Path] | None:
     """Return the copy of *log* and what it covers, when it matches the log; warn when not."""
-    path = copy_path(log.path)
-    if not path.is_file():
+    found = _checked_copy(log, (_KEY, _PIECES_KEY, _SUMMARY_KEY))
+    if found is None:
         return None
+    parts, path, _ = found
+    covers = {name: parts[_KEY][name] for name in _COVERS}
+    meta = _Meta(**covers, **parts[_PIECES_KEY], **parts[_SUMMARY_KEY])
+    return meta, path
+
+
+def _checked_copy(
+    log: LogFile, keys: tuple[bytes, ...]
+) -> tuple[dict[bytes, Any], Path, int] | None:
+    """Return the copy's metadata *keys* (decoded), its path and the log's size, when the copy
+    matches the log; None when it has none, or warn and return None when it does not match.
+    """
+    path = copy_path(log.path)
     try:
-        meta = _read_meta(path)
-        reason = "it is no runlines copy" if meta is None else _mismatch(log.path, meta)
+        parts = _metadata(path, keys)
+        if parts is None:
+            return None
+        reason, log_size = _mismatch(log.path, parts[_KEY])
     except (OSError, ValueError, KeyError, TypeError) as err:  # unreadable, half written
-        meta, reason = None, f"it cannot be read ({err})"
+        reason, log_size = f"it cannot be read ({err})", 0
     except ImportError:
         return None  # no pyarrow: load() says so, and runs() reads the JSONL
-    if reason is None and meta is not None:
-        return meta, path
+    if reason is None and parts is not None:
+        return parts, path, log_size
     msg = (
         f"{path} is not used: {reason}; reading {log.path.name} instead "
         f"(`runlines compact {log.path}` writes a fresh copy)"
@@ -329,50 +389,157 @@ def _usable_copy(log: LogFile) -> tuple[_Meta, Path] | None:
     return None
 
 
-def _read_meta(path: Path) -> _Meta | None:
+# decoded metadata by copy: (path, size, mtime, inode) -> {key: value}
+_cache: dict[tuple[str, int, int, int], dict[bytes, Any]] = {}
+
+
+def _metadata(path: Path, keys: tuple[bytes, ...]) -> dict[bytes, Any] | None:
+    """Return the copy's metadata *keys*, decoded, or None when *path* is no regular file.
+
+    Raises:
+        ValueError: the file is no runlines copy of this format, or a key is missing.
+        OSError: it cannot be read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        stamp = (str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+        known = _cache.get(stamp, {})
+        wanted = [key for key in keys if key not in known]
+        if wanted:
+            raw = _footer_values(fd, info.st_size, wanted)
+            if raw is None:  # not where Arrow puts it: ask pyarrow
+                raw = _pyarrow_metadata(fd)
+            known = {**known, **_decoded_parts(raw, wanted)}
+            if len(_cache) >= _CACHED:
+                _cache.pop(next(iter(_cache)))
+            _cache[stamp] = known
+    finally:
+        os.close(fd)
+    return {key: known[key] for key in keys}
+
+
+def _decoded_parts(raw: dict[bytes, bytes], keys: list[bytes]) -> dict[bytes, Any]:
+    """Return *keys* of the metadata *raw*, decoded, after checking the copy's format."""
+    if _KEY not in raw:
+        msg = "it is no runlines copy"
+        raise ValueError(msg)
+    covers = _loads(raw[_KEY])
+    found = covers.get("format") if isinstance(covers, dict) else None
+    if found != COPY_FORMAT:
+        msg = f"it is of copy format {found!r}, and this runlines reads format {COPY_FORMAT}"
+        raise ValueError(msg)
+    return {key: covers if key == _KEY else _loads(raw[key]) for key in keys}
+
+
+def _loads(raw: bytes) -> Any:
+    """Return the JSON value *raw*: by orjson, unless it holds NaN or an int beyond 64 bits."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # NaN and infinities, which json writes and reads
+        return json.loads(raw)
+    return json.loads(raw) if LONG_INT.search(raw) else value
+
+
+def _footer_values(fd: int, size: int, keys: list[bytes]) -> dict[bytes, bytes] | None:
+    """Return the values of *keys* in the Parquet footer of open file *fd*, or None.
+
+    A Parquet file ends with its footer (Thrift compact protocol), the footer's length and
+    ``PAR1``. Its key-value metadata comes after the row groups and their statistics, each
+    pair as ``0x18 <varint length> key 0x18 <varint length> value 0x00``: the last such run
+    of bytes naming a key is the key's. Reading it here costs a tenth of pyarrow's
+    `read_metadata`, which builds the whole schema (measured); None sends the caller there.
+    """
+    tail = os.pread(fd, min(size, _FOOTER_READ), max(0, size - _FOOTER_READ))
+    if len(tail) < 8 or tail[-4:] != b"PAR1":
+        return None
+    length = int.from_bytes(tail[-8:-4], "little")
+    if length + 8 > len(tail):
+        if length + 8 > size:
+            return None
+        tail = os.pread(fd, length + 8, size - length - 8)
+    footer = tail[len(tail) - 8 - length : -8]
+    found = {}
+    for key in {_KEY, *keys}:  # the format is checked even where only other keys are wanted
+        marker = b"\x18" + _varint(len(key)) + key + b"\x18"
+        at = footer.rfind(marker)
+        if at < 0:
+            return None
+        count, start = _read_varint(footer, at + len(marker))
+        if count is None or footer[start + count : start + count + 1] != b"\x00":
+            return None
+        found[key] = footer[start : start + count]
+    return found
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while number >= 0x80:
+        out.append(number & 0x7F | 0x80)
+        number >>= 7
+    out.append(number)
+    return bytes(out)
+
+
+def _read_varint(data: bytes, at: int) -> tuple[int | None, int]:
+    number = shift = 0
+    while at < len(data) and shift < 64:
+        byte = data[at]
+        number |= (byte & 0x7F) << shift
+        at += 1
+        if not byte & 0x80:
+            return number, at
+        shift += 7
+    return None, at
+
+
+def _pyarrow_metadata(fd: int) -> dict[bytes, bytes]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with pa.OSFile(str(path)) as file:  # a path would cost a filesystem lookup per copy
-        metadata = pq.read_metadata(file).metadata or {}
-    if _KEY not in metadata:
-        return None
-    about = json.loads(metadata[_KEY])
-    if about.pop("format", None) != COPY_FORMAT:
-        msg = "its format is not this version's"
-        raise ValueError(msg)
-    return _Meta(**about)
+    with pa.PythonFile(os.fdopen(os.dup(fd), "rb")) as file:
+        return dict(pq.read_metadata(file).metadata or {})
 
 
-def _mismatch(log: Path, meta: _Meta) -> str | None:
-    """Return why *meta*'s copy does not match the bytes of *log* now, or None when it does.
+def _mismatch(log: Path, covers: dict[str, Any]) -> tuple[str | None, int]:
+    """Return why the copy that *covers* says what it covers does not match the bytes of *log*
+    now (None when it does), and the log's size.
 
     When the log's size and mtime are those recorded with the copy, the log is unchanged since
     (the test make and git use), and hashing the covered bytes' two ends guards against a
     rewrite that kept both. Otherwise (the log grew, or was copied or touched), all covered
     bytes are hashed again: one pass at the disk's speed, still far less than parsing them.
     """
-    with open_regular(log) as stream:
-        stat = os.fstat(stream.fileno())
-        if stat.st_size < meta.covers_bytes:
-            return f"the log is shorter than the {meta.covers_bytes} bytes it covers"
-        unchanged = (stat.st_size, stat.st_mtime_ns) == (meta.log_size, meta.log_mtime_ns)
-        if unchanged:
-            head = stream.read(min(_SAMPLE_BYTES, meta.covers_bytes))
-            start = max(0, meta.covers_bytes - _SAMPLE_BYTES)
-            stream.seek(start)
-            tail = stream.read(meta.covers_bytes - start)
-            if _sample_hash(head, tail) == meta.sample_sha256:
-                return None
-            return "the log's bytes differ from those it was written from"
+    covered = covers["covers_bytes"]
+    fd = os.open(log, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "the log is no regular file", 0
+        if info.st_size < covered:
+            return f"the log is shorter than the {covered} bytes it covers", info.st_size
+        if (info.st_size, info.st_mtime_ns) == (covers["log_size"], covers["log_mtime_ns"]):
+            head = os.pread(fd, min(_SAMPLE_BYTES, covered), 0)
+            start = max(0, covered - _SAMPLE_BYTES)
+            tail = os.pread(fd, covered - start, start)
+            if _sample_hash(head, tail) == covers["sample_sha256"]:
+                return None, info.st_size
+            return "the log's bytes differ from those it was written from", info.st_size
         digest = hashlib.sha256()
-        left = meta.covers_bytes
-        while left and (chunk := stream.read(min(_HASH_CHUNK, left))):
+        left = covered
+        while left and (chunk := os.pread(fd, min(_HASH_CHUNK, left), covered - left)):
             digest.update(chunk)
             left -= len(chunk)
-    if left or digest.hexdigest() != meta.sha256:
-        return "the log's bytes differ from those it was written from"
-    return None
+    finally:
+        os.close(fd)
+    if left or digest.hexdigest() != covers["sha256"]:
+        return "the log's bytes differ from those it was written from", info.st_size
+    return None, info.st_size
 
 
 def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | None) -> _ParsedLog:
@@ -385,6 +552,7 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
     with pa.OSFile(str(path)) as file:
         names = [n for n in pq.read_schema(file).names if events is not None or n != _NULLS]
     table = pq.read_table(path, columns=names, memory_map=True)
+    pa.default_memory_pool().release_unused()  # the pages the read used and freed
     pieces: list[_Piece] = []
     skipped: set[str] = set()
     start = 0

@@ -33,12 +33,19 @@ from runlines.reading._rules import (
     to_float,
 )
 
-__all__ = ["RunSummary", "attempt_count", "is_stalled", "lifecycle", "run_status"]
+__all__ = [
+    "RECENT_GAPS",
+    "RunSummary",
+    "attempt_count",
+    "is_stalled",
+    "lifecycle",
+    "run_status",
+]
 
 STALL_MIN_S: Final = 60.0
 STALL_GAPS: Final = 10.0
 _NUMBER_TYPES: Final = (int, float)  # exact types: a bool is no metric
-_RECENT: Final = 32  # the gaps between this many last records set a run's pace
+RECENT_GAPS: Final = 32  # the gaps between this many last records set a run's pace
 # Records a run's background thread writes (docs/watching.md): no sign that training moves.
 
 
@@ -120,7 +127,7 @@ class RunSummary:
         self._best: dict[str, _Best] = {}
         self._metrics: dict[tuple[str, str], tuple[str, _Best | None]] = {}
         self._fresh: set[str] = set()  # metrics the current attempt has written
-        self._gaps: deque[float] = deque(maxlen=_RECENT)
+        self._gaps: deque[float] = deque(maxlen=RECENT_GAPS)
         self._active_ts: float | None = None  # the last record that was no background record
         self._stall_seen = False  # a `stall` record, and no record of the run's since
 
@@ -279,6 +286,8 @@ class RunSummary:
             "best": {k: [b.lower, list(b.steps), list(b.bests)] for k, b in self._best.items()},
             "fresh": sorted(self._fresh),
             "gaps": list(self._gaps),
+            "active_ts": self._active_ts,
+            "stall_seen": self._stall_seen,
         }
 
     @classmethod
@@ -299,6 +308,8 @@ class RunSummary:
             best.bests.extend(bests)
         summary._fresh = set(state["fresh"])
         summary._gaps.extend(state["gaps"])
+        summary._active_ts = state["active_ts"]
+        summary._stall_seen = state["stall_seen"]
         return summary
 
 

@@ -1,0 +1,412 @@
+"""A run's `RunSummary` state from its parsed columns, without a Python pass over its records.
+
+`summary_state` gives what ``RunSummary.add`` over every record (as `iter_events` yields them)
+leaves in `RunSummary.state()`, computed with numpy over the columns the pyarrow engine made:
+which rows hold a number per (event, field), the bests by attempt, the clock. Python decodes
+only the few lines whose values the state keeps as they are: lifecycle records, the last value
+of each metric, the first record of each. It declines (returns None, and the caller takes the
+Python pass) where the engine and `iter_events` may read a line differently.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from runlines import _layout
+from runlines._layout import RUN_END, RUN_START
+from runlines.reading._arrow import _arrow_kind, _Columns, _ParsedLog
+from runlines.reading._lines import decode_line
+from runlines.reading._rules import (
+    BOOKKEEPING,
+    as_attempt,
+    direction,
+    is_metric_event,
+    is_number,
+    to_float,
+)
+from runlines.reading._summary import RECENT_GAPS, flatten
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    _Floats = npt.NDArray[np.float64]
+    _Ints = npt.NDArray[np.int64]
+    _Bools = npt.NDArray[np.bool_]
+
+__all__ = ["declines", "summary_state"]
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+def declines(data: Any) -> bool:
+    """Return whether the log bytes *data* (before parsing) need the Python pass.
+
+    They do when the engine and `iter_events` read a line apart: a byte-order mark (load()
+    reads its line, iter_events skips it) or invalid UTF-8 (pyarrow reads it, orjson does not).
+    Number tokens only pyarrow reads (`Inf`, `-NaN`) are found after parsing (`summary_state`).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    if bytes(data[:3]) == _BOM:
+        return True
+    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
+    try:
+        pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data)).validate(full=True)
+    except pa.ArrowInvalid:
+        return True
+    return False
+
+
+@dataclass(slots=True)
+class _Rows:
+    """The log's rows in line order: the columns, each row's line and event."""
+
+    table: _Columns
+    lines: _Ints  # each row's 0-based line
+    events: list[Any]  # the distinct text events
+    codes: _Ints  # each row's index in events, -1 where its event is no text
+    read_line: Callable[[int], bytes]
+    _decoded: dict[int, dict[str, Any]]
+
+    def record(self, row: int) -> dict[str, Any]:
+        """Return the record of *row* as iter_events yields it."""
+        record = self._decoded.get(row)
+        if record is None:
+            record = self._decoded[row] = decode_line(self.read_line(int(self.lines[row])))
+        return record
+
+    def numbers(self, name: str) -> tuple[_Bools, _Floats]:
+        """Return, per row, whether field *name* holds a number (no bool) and it as a float."""
+        import numpy as np
+
+        size = len(self.lines)
+        held = np.zeros(size, dtype=bool)
+        values = np.full(size, np.nan)
+        for piece, where in zip(self.table.pieces, self.table.full.positions, strict=True):
+            column = piece.column(name)
+            if column is not None and _arrow_kind(column.type) in ("int", "float"):
+                valid = column.is_valid().to_numpy(zero_copy_only=False)
+                held[where] = valid
+                # ints to floats as float() rounds them: to the nearest
+                values[where] = column.to_numpy(zero_copy_only=False).astype(np.float64)
+            rows, patched = piece.patches.get(name, ((), ()))
+            for row, value in zip(rows, patched, strict=True):
+                held[where[row]] = is_number(value)
+                values[where[row]] = to_float(value)
+        return held, values
+
+    def rows_of(self, event: str) -> _Ints:
+        import numpy as np
+
+        if event not in self.events:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(self.codes == self.events.index(event))
+
+
+def _event_codes(column: Any) -> tuple[list[Any], Any]:
+    """Return the distinct text values of *column* and each row's index among them (-1)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from runlines.reading._arrow import _Numbers
+
+    if isinstance(column, _Numbers):
+        return [], np.full(len(column), -1, dtype=np.int64)
+    if isinstance(column, np.ndarray):
+        texts = [v if isinstance(v, str) else None for v in column.tolist()]
+        column = pa.array(texts, type=pa.string())
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    encoded = pc.dictionary_encode(column)
+    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return encoded.dictionary.to_pylist(), codes
+
+
+def summary_state(
+    parsed: _ParsedLog, table: _Columns, read_line: Callable[[int], bytes]
+) -> dict[str, Any] | None:
+    """Return the `RunSummary.state()` of the records of *parsed*, or None to decline.
+
+    *table* holds *parsed*'s columns, and *read_line* returns the bytes of a 0-based line of
+    the log. Declines where two (event, field) pairs share a column name (`a.b`/`c` and
+    `a`/`b.c`), or a line the engine read is one that orjson refuses.
+    """
+    import numpy as np
+
+    if parsed.refused or _odd_numbers(table, read_line):
+        return None
+    lines = np.zeros(table.num_rows, dtype=np.int64)
+    for piece, where in zip(table.pieces, table.full.positions, strict=True):
+        lines[where] = piece.lines
+    events, codes = _event_codes(table.get("event")) if "event" in table.names else ([], None)
+    if codes is None:
+        codes = np.full(table.num_rows, -1, dtype=np.int64)
+    rows = _Rows(table, lines, events, codes, read_line, {})
+    state: dict[str, Any] = {"records": table.num_rows}
+    starts = rows.rows_of(RUN_START)
+    segment = np.searchsorted(starts, np.arange(table.num_rows), side="right")
+    attempts, resumes = _lifecycle(rows, starts, state)
+    _clock(rows, segment, len(starts), state)
+    metrics = _metrics(rows, segment, attempts, resumes, state)
+    return None if metrics is None else state
+
+
+def _odd_numbers(table: _Columns, read_line: Callable[[int], bytes]) -> bool:
+    """Return whether a non-finite float pyarrow read comes from a line orjson refuses.
+
+    pyarrow reads `Inf` and `-NaN`, which Python's readers refuse (they take NaN, Infinity and
+    -Infinity); Run writes none of them (it writes null and `_nonfinite`), so this is rare.
+    """
+    import numpy as np
+
+    for piece in table.pieces:
+        for name, column in zip(piece.table.column_names, piece.table.columns, strict=True):
+            if _arrow_kind(column.type) != "float":
+                continue
+            values = column.to_numpy(zero_copy_only=False)
+            odd = ~np.isfinite(values) & column.is_valid().to_numpy(zero_copy_only=False)
+            odd[list(piece.patches.get(name, ((), ()))[0])] = False  # Python read those
+            for row in np.flatnonzero(odd).tolist():
+                try:
+                    decode_line(read_line(int(piece.lines[row])))
+                except ValueError:
+                    return True
+    return False
+
+
+def _lifecycle(rows: _Rows, starts: _Ints, state: dict[str, Any]) -> tuple[list[int], list[Any]]:
+    """Fill run, attempts, ended, config and step; return each segment's attempt count and
+    the resume_step of each run_start (segment k starts at the k-th run_start; 0: before it).
+    """
+    import numpy as np
+
+    attempts, config, resumes = [0], {}, []
+    for row in starts.tolist():
+        record = rows.record(row)
+        own = as_attempt(record.get("attempt"))
+        attempts.append(max(attempts[-1] + 1, own or 0))
+        if isinstance(record.get("config"), dict):
+            config = flatten(record["config"])
+        resumes.append(record.get("resume_step"))
+    state["attempts"], state["config"] = attempts[-1], config
+    ends = rows.rows_of(RUN_END)
+    state["ended"] = None
+    if len(ends) and (not len(starts) or ends[-1] > starts[-1]):
+        status = rows.record(int(ends[-1])).get("status")
+        state["ended"] = status if isinstance(status, str) and status else "ok"
+    state["run"] = None
+    if "run" in rows.table.names:
+        texts = _texts_at(rows, "run")
+        if len(texts):
+            state["run"] = rows.record(int(texts[0]))["run"]
+    state["step"] = None
+    if "step" in rows.table.names:
+        held, _ = rows.numbers("step")
+        metric = _metric_rows(rows)
+        found = np.flatnonzero(held & metric)
+        if len(found):
+            state["step"] = rows.record(int(found[-1]))["step"]
+    return attempts, resumes
+
+
+def _texts_at(rows: _Rows, name: str) -> _Ints:
+    """Return the rows where field *name* holds a text value, in line order."""
+    import numpy as np
+
+    held = np.zeros(len(rows.lines), dtype=bool)
+    for piece, where in zip(rows.table.pieces, rows.table.full.positions, strict=True):
+        column = piece.column(name)
+        if column is not None and _arrow_kind(column.type) == "str":
+            held[where] = column.is_valid().to_numpy(zero_copy_only=False)
+        patched_rows, patched = piece.patches.get(name, ((), ()))
+        for row, value in zip(patched_rows, patched, strict=True):
+            held[where[row]] = isinstance(value, str)
+    return np.flatnonzero(held)
+
+
+def _metric_rows(rows: _Rows) -> _Bools:
+    """Return, per row, whether its event's numbers are metrics."""
+    import numpy as np
+
+    metric = np.array([is_metric_event(e) for e in rows.events] + [False], dtype=bool)
+    return metric[rows.codes]
+
+
+def _clock(rows: _Rows, segment: _Ints, starts: int, state: dict[str, Any]) -> None:
+    """Fill started, last_ts, attempt_ts, active_s, gaps, active_ts and stall_seen."""
+    import numpy as np
+
+    size = len(rows.lines)
+    held, ts = rows.numbers("ts") if "ts" in rows.table.names else (None, np.full(size, np.nan))
+    if held is not None:
+        ts = np.where(held, ts, np.nan)
+    with np.errstate(invalid="ignore"):
+        ticks = np.flatnonzero(np.isfinite(ts))
+    background = np.array(
+        [isinstance(e, str) and e in _layout.BACKGROUND_EVENTS for e in rows.events] + [False],
+        dtype=bool,
+    )[rows.codes]
+    stall = np.array([e == _layout.STALL for e in rows.events] + [False], dtype=bool)[rows.codes]
+    state["started"] = float(ts[ticks[0]]) if len(ticks) else None
+    state["last_ts"] = float(ts[ticks[-1]]) if len(ticks) else None
+    # per segment: its first and last tick; each run_start adds the segment before it
+    firsts: list[float | None] = [None] * (starts + 1)
+    lasts: list[float | None] = [None] * (starts + 1)
+    if len(ticks):
+        at = segment[ticks]
+        cuts = np.flatnonzero(np.diff(at)) + 1
+        heads, tails = np.concatenate(([0], cuts)), np.concatenate((cuts - 1, [len(ticks) - 1]))
+        for head, tail in zip(heads.tolist(), tails.tolist(), strict=True):
+            firsts[int(at[head])] = float(ts[ticks[head]])
+            lasts[int(at[head])] = float(ts[ticks[tail]])
+    active_s = 0.0
+    for k in range(starts):
+        first, last = firsts[k], lasts[k]
+        if first is not None and last is not None:
+            active_s += max(0.0, last - first)
+    state["active_s"] = active_s
+    state["attempt_ts"] = firsts[starts]
+    mine = ticks[(segment[ticks] == starts) & ~background[ticks]]
+    times = ts[mine]
+    forward = times[1:] >= times[:-1]  # a clock that went back adds no gap
+    state["gaps"] = (times[1:] - times[:-1])[forward][-RECENT_GAPS:].tolist()
+    state["active_ts"] = float(times[-1]) if len(times) else None
+    said = np.flatnonzero(stall | ~background)
+    state["stall_seen"] = bool(len(said) and stall[said[-1]])
+
+
+def _field_names(table: _Columns) -> Iterable[str]:
+    names: dict[str, None] = {}
+    for piece in table.pieces:
+        names.update(dict.fromkeys(piece.table.column_names))
+        names.update(dict.fromkeys(piece.patches))
+    return [n for n in names if n not in BOOKKEEPING and n not in ("event", "run")]
+
+
+def _metrics(
+    rows: _Rows,
+    segment: _Ints,
+    attempts: list[int],
+    resumes: list[Any],
+    state: dict[str, Any],
+) -> bool | None:
+    """Fill last, best and fresh; return None where two metrics share a column name."""
+    import numpy as np
+
+    metric = _metric_rows(rows)
+    steps = np.full(len(rows.lines), np.inf)
+    if "step" in rows.table.names:
+        held, values = rows.numbers("step")
+        steps = np.where(held, values, np.inf)  # a record without a numeric step: at infinity
+    found: dict[str, tuple[tuple[int, int], str, _Ints, _Floats]] = {}
+    for name in _field_names(rows.table):
+        held, values = rows.numbers(name)
+        mine = np.flatnonzero(held & metric)
+        if not len(mine):
+            continue
+        codes = rows.codes[mine]
+        for code in np.unique(codes).tolist():
+            at = mine[codes == code]
+            key = f"{rows.events[code]}.{name}"
+            if key in found:
+                return None  # `a.b`/`c` and `a`/`b.c`: their interleaving decides; Python does
+            record = rows.record(int(at[0]))
+            first = (int(at[0]), list(record).index(name))
+            found[key] = (first, name, at, values[at])
+    last: dict[str, Any] = {}
+    best: dict[str, list[Any]] = {}
+    fresh: list[str] = []
+    starts = len(attempts) - 1
+    for key, (_, name, at, values) in sorted(found.items(), key=lambda item: item[1][0]):
+        last[key] = rows.record(int(at[-1]))[name]
+        event = key[: -len(name) - 1]
+        way = None if event == _layout.SYSTEM else direction(name)
+        if way is None:
+            continue
+        stack = _Stack(way == "min")
+        where = segment[at]
+        for k in range(starts + 1):
+            if k:
+                resume = resumes[k - 1]
+                if is_number(resume):
+                    stack.rewind(to_float(resume) + 0.5)
+            mine = np.flatnonzero(where == k)
+            if not len(mine):
+                continue
+            first_step = float(steps[at[mine[0]]])
+            if attempts[k] > 1 and math.isfinite(first_step):
+                stack.rewind(first_step)
+            stack.add(steps[at[mine]], values[mine])
+            if k == starts:
+                fresh.append(key)
+        best[key] = [stack.lower, stack.steps.tolist(), stack.bests.tolist()]
+    state["last"], state["best"], state["fresh"] = last, best, sorted(fresh)
+    return True
+
+
+class _Stack:
+    """`_Best` over arrays: the steps where a new best was reached, and those bests."""
+
+    __slots__ = ("bests", "lower", "steps")
+
+    def __init__(self, lower: bool) -> None:
+        import numpy as np
+
+        self.lower = lower
+        self.steps = np.zeros(0)
+        self.bests = np.zeros(0)
+
+    def add(self, steps: _Floats, values: _Floats) -> None:
+        """Add values in order: each one better than every one before is a new best."""
+        import numpy as np
+
+        kept = ~np.isnan(values)
+        steps, values = steps[kept], values[kept]
+        if not len(values):
+            return
+        better = np.less if self.lower else np.greater
+        running = (np.minimum if self.lower else np.maximum).accumulate(values)
+        if len(self.bests):
+            before = np.concatenate(([self.bests[-1]], running[:-1]))
+            before = (np.minimum if self.lower else np.maximum)(before, self.bests[-1])
+            new = better(values, before)
+        else:  # the first value is the first best, whatever it is
+            new = np.concatenate(([True], better(values[1:], running[:-1])))
+        self.steps = np.concatenate((self.steps, steps[new]))
+        self.bests = np.concatenate((self.bests, values[new]))
+
+    def rewind(self, step: float) -> None:
+        """Drop the bests from the top down while their step is at or past *step*."""
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):
+            below = np.flatnonzero(~(self.steps >= step))
+        keep = int(below[-1]) + 1 if len(below) else 0
+        self.steps, self.bests = self.steps[:keep], self.bests[:keep]
+
+
+def line_reader(path: os.PathLike[str] | str, starts: _Ints, ends: _Ints) -> Any:
+    """Return an open reader of lines of *path* by number, from their bounds (close it)."""
+    return _LineReader(path, starts, ends)
+
+
+class _LineReader:
+    def __init__(self, path: os.PathLike[str] | str, starts: _Ints, ends: _Ints) -> None:
+        from runlines._layout import open_regular
+
+        self.stream = open_regular(path)
+        self.starts, self.ends = starts, ends
+
+    def __call__(self, line: int) -> bytes:
+        start, end = int(self.starts[line]), int(self.ends[line])
+        return os.pread(self.stream.fileno(), end - start, start)
+
+    def close(self) -> None:
+        self.stream.close()
