@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import runlines
-from _logs import T0, line, write
+from _logs import T0, line, raw, write
 from runlines.cli import main
 
 
@@ -82,6 +82,18 @@ class TestMetricOfOneEvent:
 
         assert list(table.columns) == ["lr1e-2 · train_step", "lr1e-2 · eval"]
         assert table.loc[50].tolist() == [0.0975, 0.1085]
+
+    def test_a_record_whose_event_is_no_string_is_no_metric(self, tmp_path: Path) -> None:
+        log = write(
+            tmp_path / "r.jsonl",
+            line("train_step", run="r", step=1, loss=0.5),
+            line("train_step", run="r", step=2, loss=0.25),
+            raw({"ts": T0, "event": [], "run": "r", "step": 1, "loss": 9.0}),  # hand-written
+        )
+
+        table = runlines.compare(log, metric="loss")
+
+        assert table["r"].to_dict() == {1: 0.5, 2: 0.25}
 
     def test_cli_compare_prints_a_column_per_event(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

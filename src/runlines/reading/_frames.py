@@ -409,7 +409,9 @@ def compare(
     if by not in _TIME_AXES:
         _check_numeric(frame, by, "by")
     rows = frame[frame[metric].notna() & frame[by].notna()]
-    events = [e for e in pd.unique(rows["event"]) if isinstance(e, str)]
+    # an event that is no string (a hand-written `"event": []`) is no metric's event
+    rows = rows[[isinstance(e, str) for e in rows["event"]]]
+    events = list(pd.unique(rows["event"]))
     key = rows["run"]
     if len(events) > 1:  # the same field in several events: a column per run and event
         key = rows["run"].astype(str) + SEPARATOR + rows["event"].astype(str)
