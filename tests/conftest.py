@@ -87,3 +87,18 @@ def _fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     elif runlines.run._Writer is None:
         pytest.skip("the C extension is not built (or RUNLINES_NO_SPEEDUPS=1)")
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _children_follow_the_path(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On `fast_path`'s "python" side, processes the test starts run pure Python too.
+
+    RUNLINES_NO_SPEEDUPS=1 is read when runlines is imported: this process keeps its extension
+    (the fixture switches it off per run), a child never loads it. So a test that logs from a
+    child process covers both paths as well.
+    """
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("fast_path") == "python":
+        monkeypatch.setenv("RUNLINES_NO_SPEEDUPS", "1")

@@ -22,6 +22,9 @@ import runlines
 from runlines import Run, RunStateError, _lifecycle
 from runlines import run as run_module
 
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 SRC = Path(runlines.__file__).resolve().parents[1]  # children import the runlines under test
 WATCHDOG_S = 60  # a child that hangs fails its test instead of stopping the suite
 
