@@ -1,6 +1,7 @@
 """How a run ends while other things happen: threads logging, signals, forks, Ctrl-C.
 
-These run on the C fast path and, through tests/test_pure_python.py, on the pure-Python one.
+Each runs on the C fast path and on the pure-Python one (the `fast_path` fixture), the jobs in
+child processes too.
 """
 
 from __future__ import annotations
