@@ -90,9 +90,7 @@ def _fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture(autouse=True)
-def _children_follow_the_path(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _children_follow_the_path(request: pytest.FixtureRequest) -> None:
     """On `fast_path`'s "python" side, processes the test starts run pure Python too.
 
     RUNLINES_NO_SPEEDUPS=1 is read when runlines is imported: this process keeps its extension
@@ -101,4 +99,4 @@ def _children_follow_the_path(
     """
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None and callspec.params.get("fast_path") == "python":
-        monkeypatch.setenv("RUNLINES_NO_SPEEDUPS", "1")
+        request.getfixturevalue("monkeypatch").setenv("RUNLINES_NO_SPEEDUPS", "1")

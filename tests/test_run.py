@@ -264,6 +264,22 @@ class TestLifecycle:
         assert [r["event"] for r in read(run_dir / "r.jsonl")] == ["run_start", "step", "run_end"]
         assert events(run_dir / "r.jsonl", "run_end")[0]["status"] == "ok"
 
+    def test_a_child_process_writes_on_the_path_of_the_test(
+        self, run_dir: Path, fast_path: str
+    ) -> None:
+        """tests/conftest.py: on the "python" side, a child starts without the extension."""
+        child = run_child(
+            f"""
+            from runlines import Run
+            with Run("r", {str(run_dir)!r}, stdout=False) as run:
+                run.log("step", step=1)
+                run.log("step", step=2)
+            """
+        )
+
+        assert finish(child) == 0
+        assert events(run_dir / "r.jsonl", "run_start")[0]["writer"] == fast_path
+
     def test_uncaught_exception_without_with_is_recorded_as_failed(self, run_dir: Path) -> None:
         child = run_child(
             f"""
