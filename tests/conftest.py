@@ -8,6 +8,8 @@ from pathlib import Path
 import freezegun
 import pytest
 
+from _extensions import REQUIRED
+
 # freeze_time() scans every loaded module for clock functions. Lazy modules such as
 # transformers' import whole sub-packages when scanned (and crashed the interpreter once):
 # these libraries never hold our clock, so freezegun leaves them alone.
@@ -78,12 +80,29 @@ def _fast_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     """Run the test once on log()'s C fast path and once on its pure-Python path.
 
     Returns the path's name, as `run_start`'s `writer` field says it. The C side is skipped,
-    with its reason, only where the extension is not built (or RUNLINES_NO_SPEEDUPS=1).
+    with its reason, only where the extension is not built (or RUNLINES_NO_SPEEDUPS=1), and
+    fails there instead when RUNLINES_REQUIRE_SPEEDUPS=1 (as in CI).
     """
     import runlines._writer
 
     if request.param == "python":
         monkeypatch.setattr(runlines._writer, "_CWriter", None)
     elif runlines._writer._CWriter is None:
-        pytest.skip("the C extension is not built (or RUNLINES_NO_SPEEDUPS=1)")
+        reason = "the C extension is not built (or RUNLINES_NO_SPEEDUPS=1)"
+        if REQUIRED:
+            pytest.fail(f"{reason}; RUNLINES_REQUIRE_SPEEDUPS=1 requires it")
+        pytest.skip(reason)
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _children_follow_the_path(request: pytest.FixtureRequest) -> None:
+    """On `fast_path`'s "python" side, processes the test starts run pure Python too.
+
+    RUNLINES_NO_SPEEDUPS=1 is read when runlines is imported: this process keeps its extension
+    (the fixture switches it off per run), a child never loads it. So a test that logs from a
+    child process covers both paths as well.
+    """
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("fast_path") == "python":
+        request.getfixturevalue("monkeypatch").setenv("RUNLINES_NO_SPEEDUPS", "1")

@@ -15,6 +15,9 @@ import pytest
 from runlines import FieldDriftWarning, Run
 from runlines._capture import CaptureSettings
 
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 
 def _records(path: Path, event: str | None = None) -> list[dict[str, Any]]:
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -144,6 +147,7 @@ def test_nothing_is_recorded_after_run_end(run_dir: Path, shown: list[str]) -> N
 def test_runlines_own_warning_is_recorded_once(run_dir: Path, shown: list[str]) -> None:
     with Run("drift", run_dir, stdout=False) as run:
         run.log("train_step", iteration=1)
+        run.log("train_step", iteration=2)
 
     (record,) = _records(run.path, "warning")
     assert record["category"] == FieldDriftWarning.__name__

@@ -19,17 +19,7 @@ def events(path: Path, name: str | None = None) -> list[dict[str, Any]]:
     return [r for r in out if name is None or r["event"] == name]
 
 
-@pytest.fixture(params=["c", "pure"], name="path_kind")
-def _path_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs on log()'s C fast path and on its pure-Python path."""
-    if request.param == "pure":
-        import runlines._writer
-
-        monkeypatch.setattr(runlines._writer, "_CWriter", None)
-    return str(request.param)
-
-
-@pytest.mark.usefixtures("path_kind")
+@pytest.mark.usefixtures("fast_path")
 class TestWarn:
     def test_first_nan_of_a_field_writes_a_record_after_it_and_warns_once(
         self, run_dir: Path
@@ -91,23 +81,27 @@ class TestWarn:
             warnings.simplefilter("error")
             with Run("r", run_dir, stdout=False) as run:
                 run.log("train_step", step=1, loss=None)
+                run.log("train_step", step=2, loss=None)
 
         assert events(run.path, "nonfinite") == []
+        assert [r["loss"] for r in events(run.path, "train_step")] == [None, None]
 
 
-@pytest.mark.usefixtures("path_kind")
+@pytest.mark.usefixtures("fast_path")
 class TestRaiseAndIgnore:
     def test_raise_writes_the_records_then_raises(self, run_dir: Path) -> None:
         with Run("r", run_dir, stdout=False, on_nonfinite="raise") as run:
-            run.log("train_step", step=0, loss=0.5)
+            run.log("train_step", step=-1, loss=1.0)
+            run.log("train_step", step=0, loss=0.5)  # the C path's, if on
             with pytest.raises(FloatingPointError, match=r"at step 1: loss=NaN"):
                 run.log("train_step", step=1, loss=math.nan)
             with pytest.raises(FloatingPointError):  # every time, as numpy's seterr does
                 run.log("train_step", step=2, loss=math.nan)
 
         names = [r["event"] for r in events(run.path)]
-        assert names == ["run_start", "train_step", "train_step", "nonfinite", "train_step",
-                         "run_end"]  # fmt: skip
+        assert names == ["run_start", "train_step", "train_step", "train_step", "nonfinite",
+                         "train_step", "run_end"]  # fmt: skip
+        assert events(run.path, "nonfinite")[0]["last_finite"] == 0.5
 
     def test_ignore_writes_null_and_nothing_else(self, run_dir: Path) -> None:
         with warnings.catch_warnings():

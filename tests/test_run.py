@@ -18,6 +18,9 @@ from freezegun import freeze_time
 import runlines
 from runlines import FieldError, Run, RunLockedError, RunStateError
 
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 
 def read(path: Path) -> list[dict[str, object]]:
     """Parse every line of a log, strictly: NaN tokens are refused."""
@@ -57,12 +60,15 @@ class TestRecords:
     def test_record_starts_with_ts_event_run_then_fields_in_order(self, run_dir: Path) -> None:
         with freeze_time("2026-01-01T00:00:00Z"), Run("baseline", run_dir, stdout=False) as run:
             run.log("train_step", epoch=3, step=1200, loss=0.412, lr=3e-4)
+            run.log("train_step", epoch=3, step=1201, loss=0.5, lr=3e-4)  # the C path's, if on
 
-        line = run.path.read_text().splitlines()[1]
-        assert line == (
+        lines = run.path.read_text().splitlines()[1:3]
+        assert lines == [
             '{"ts":1767225600.0,"event":"train_step","run":"baseline",'
-            '"epoch":3,"step":1200,"loss":0.412,"lr":0.0003}'
-        )
+            '"epoch":3,"step":1200,"loss":0.412,"lr":0.0003}',
+            '{"ts":1767225600.0,"event":"train_step","run":"baseline",'
+            '"epoch":3,"step":1201,"loss":0.5,"lr":0.0003}',
+        ]
 
     def test_log_file_is_named_after_the_run_in_a_created_directory(self, run_dir: Path) -> None:
         with Run("exp-1", run_dir / "deep" / "er", stdout=False) as run:
@@ -85,11 +91,15 @@ class TestRecords:
 
     def test_every_record_reaches_the_file_before_log_returns(self, run_dir: Path) -> None:
         with Run("r", run_dir, stdout=False) as run:
-            run.log("step", step=1)
+            for step in (1, 2):
+                run.log("step", step=step)
 
-            assert events(run.path, "step") == [
-                {"ts": events(run.path, "step")[0]["ts"], "event": "step", "run": "r", "step": 1}
-            ]
+                assert events(run.path, "step")[-1] == {
+                    "ts": events(run.path, "step")[-1]["ts"],
+                    "event": "step",
+                    "run": "r",
+                    "step": step,
+                }
 
     def test_non_string_event_name_is_a_type_error(self, run_dir: Path) -> None:
         with (
@@ -113,8 +123,9 @@ class TestRecords:
             with pytest.raises(FieldError, match=f"field '{reserved}' is reserved"):
                 run.log("step", **{reserved: 1})
             run.log("step", step=1)  # the run goes on
+            run.log("step", step=2)
 
-        assert [r["step"] for r in events(run.path, "step")] == [1]
+        assert [r["step"] for r in events(run.path, "step")] == [1, 2]
 
     def test_bad_run_name_says_what_a_name_may_hold(self, run_dir: Path) -> None:
         with pytest.raises(FieldError, match="letters, digits"):
@@ -233,10 +244,11 @@ class TestLifecycle:
     def test_run_works_without_with_and_closes_once(self, run_dir: Path) -> None:
         run = Run("r", run_dir, stdout=False)
         run.log("step", step=1)
+        run.log("step", step=2)
         run.close()
         run.close()
 
-        assert [r["event"] for r in read(run.path)] == ["run_start", "step", "run_end"]
+        assert [r["event"] for r in read(run.path)] == ["run_start", "step", "step", "run_end"]
         assert run.closed
 
     def test_run_left_open_is_closed_at_interpreter_exit(self, run_dir: Path) -> None:
@@ -251,6 +263,22 @@ class TestLifecycle:
         assert finish(child) == 0
         assert [r["event"] for r in read(run_dir / "r.jsonl")] == ["run_start", "step", "run_end"]
         assert events(run_dir / "r.jsonl", "run_end")[0]["status"] == "ok"
+
+    def test_a_child_process_writes_on_the_path_of_the_test(
+        self, run_dir: Path, fast_path: str
+    ) -> None:
+        """tests/conftest.py: on the "python" side, a child starts without the extension."""
+        child = run_child(
+            f"""
+            from runlines import Run
+            with Run("r", {str(run_dir)!r}, stdout=False) as run:
+                run.log("step", step=1)
+                run.log("step", step=2)
+            """
+        )
+
+        assert finish(child) == 0
+        assert events(run_dir / "r.jsonl", "run_start")[0]["writer"] == fast_path
 
     def test_uncaught_exception_without_with_is_recorded_as_failed(self, run_dir: Path) -> None:
         child = run_child(
@@ -344,13 +372,20 @@ class TestSignals:
         previous = signal.signal(signal.SIGUSR1, lambda signum, frame: seen.append(signum))
         try:
             with Run("r", run_dir, stdout=False) as run:
+                run.log("step", step=1)
                 os.kill(os.getpid(), signal.SIGUSR1)
                 run.log("step", step=2)
         finally:
             signal.signal(signal.SIGUSR1, previous)
 
         assert seen == [signal.SIGUSR1]
-        assert [r["event"] for r in read(run.path)] == ["run_start", "signal", "step", "run_end"]
+        assert [r["event"] for r in read(run.path)] == [
+            "run_start",
+            "step",
+            "signal",
+            "step",
+            "run_end",
+        ]
         assert events(run.path, "signal")[0]["signal"] == "SIGUSR1"
 
     def test_handlers_are_restored_after_close(self, run_dir: Path) -> None:
@@ -421,14 +456,16 @@ class TestAttempts:
     def test_reopening_appends_with_the_next_attempt(self, run_dir: Path) -> None:
         with Run("r", run_dir, stdout=False) as first:
             first.log("step", step=1)
-        with Run("r", run_dir, stdout=False, resume_step=1) as second:
-            second.log("step", step=2)
+            first.log("step", step=2)
+        with Run("r", run_dir, stdout=False, resume_step=2) as second:
+            second.log("step", step=3)
+            second.log("step", step=4)
 
         starts = events(second.path, "run_start")
         assert [s["attempt"] for s in starts] == [1, 2]
-        assert starts[1]["resume_step"] == 1
+        assert starts[1]["resume_step"] == 2
         assert second.attempt == 2
-        assert [r["step"] for r in events(second.path, "step")] == [1, 2]
+        assert [r["step"] for r in events(second.path, "step")] == [1, 2, 3, 4]
 
     def test_torn_last_line_is_ended_before_the_next_attempt(self, run_dir: Path) -> None:
         with Run("r", run_dir, stdout=False) as first:
@@ -438,12 +475,14 @@ class TestAttempts:
 
         with Run("r", run_dir, stdout=False) as second:
             second.log("step", step=2)
+            second.log("step", step=3)
 
         lines = second.path.read_text().splitlines()
         torn = [line for line in lines if line.endswith('"ru')]
         assert torn == ['{"ts":1.0,"event":"step","ru']
-        assert [json.loads(line)["event"] for line in lines if line not in torn][-3:] == [
+        assert [json.loads(line)["event"] for line in lines if line not in torn][-4:] == [
             "run_start",
+            "step",
             "step",
             "run_end",
         ]
@@ -506,9 +545,10 @@ class TestDistributed:
 
         with Run("r", run_dir, stdout=False) as run:
             run.log("step", step=1)
+            run.log("step", step=2)
 
         assert run.rank is None
-        assert "rank" not in events(run.path, "step")[0]
+        assert ["rank" in r for r in events(run.path, "step")] == [False, False]
 
 
 class TestConsole:
@@ -553,6 +593,7 @@ class TestConsole:
     ) -> None:
         with Run("r", run_dir, stdout=False) as run:
             run.log("step", step=1)
+            run.log("step", step=2)
 
         assert capsys.readouterr().out == ""
 

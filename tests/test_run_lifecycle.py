@@ -1,6 +1,7 @@
 """How a run ends while other things happen: threads logging, signals, forks, Ctrl-C.
 
-These run on the C fast path and, through tests/test_pure_python.py, on the pure-Python one.
+Each runs on the C fast path and on the pure-Python one (the `fast_path` fixture), the jobs in
+child processes too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ import pytest
 
 import runlines
 from runlines import Run, RunStateError, _lifecycle, _writer
+
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_path")
 
 SRC = Path(runlines.__file__).resolve().parents[1]  # children import the runlines under test
 WATCHDOG_S = 60  # a child that hangs fails its test instead of stopping the suite

@@ -14,6 +14,9 @@ import pytest
 
 from runlines import Run, RunLockedError
 
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 
 def records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line]

@@ -106,6 +106,7 @@ class TestStdoutSink:
         assert "the stdout sink failed" in capsys.readouterr().err
 
 
+@pytest.mark.usefixtures("fast_path")
 def test_fast_path_failure_counts_drops_and_recovers(run_dir: Path) -> None:
     """With stdout off, log() writes the file descriptor directly; a failure leaves that path."""
     with Run("r", run_dir, stdout=False) as run:
@@ -129,6 +130,7 @@ def test_fast_path_failure_counts_drops_and_recovers(run_dir: Path) -> None:
     assert '"dropped":2' in lines[-1]
 
 
+@pytest.mark.usefixtures("fast_path")
 def test_closed_sys_stdout_never_breaks_log(run_dir: Path) -> None:
     """A program that closed sys.stdout still logs: the file gets every record."""
     read_end, write_end = os.pipe()
@@ -157,6 +159,7 @@ class _Broken:
         pass
 
 
+@pytest.mark.usefixtures("fast_path")
 class TestUserSinks:
     def test_a_sink_gets_every_line_the_file_gets(self, run_dir: Path) -> None:
         sink = MemorySink()
@@ -203,6 +206,7 @@ class TestUserSinks:
         assert not hasattr(Sink, "recover")
 
 
+@pytest.mark.usefixtures("fast_path")
 class TestCaptureRecords:
     def test_captures_the_records_of_runs_opened_inside(self, run_dir: Path) -> None:
         with capture_records() as records:

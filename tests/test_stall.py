@@ -66,6 +66,7 @@ def test_dump_stacks_names_every_thread(tmp_path: Path) -> None:
     assert "test_dump_stacks_names_every_thread" in text
 
 
+@pytest.mark.usefixtures("fast_path")
 class TestRecords:
     def test_stall_record_stacks_file_and_stall_end(
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch

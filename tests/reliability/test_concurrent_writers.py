@@ -11,6 +11,10 @@ from _reliability import finish, read_log, spawn
 
 import runlines
 
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py); the
+# child processes follow it (RUNLINES_NO_SPEEDUPS=1 on the "python" side).
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 _RANKS = 4
 _THREADS = 2
 

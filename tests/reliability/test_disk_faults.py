@@ -93,6 +93,7 @@ def _log_tracking(run: Run, seqs: range, on_seq: dict[int, Any] | None = None) -
     return kept
 
 
+@pytest.mark.usefixtures("fast_path")
 class TestFullDisk:
     @pytest.mark.parametrize("console", ["off", "json"])
     def test_log_on_dev_full_drops_every_record_warns_once_and_training_goes_on(
@@ -161,6 +162,7 @@ class TestFullDisk:
             assert out[-1]["dropped"] == dropped_before_end
 
 
+@pytest.mark.usefixtures("fast_path")
 class TestDeletedLog:
     def test_log_deleted_mid_run_is_recreated_with_every_record(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]
@@ -228,6 +230,7 @@ class TestDeletedLog:
         assert (out[-1]["event"], out[-1]["dropped"]) == ("run_end", 3001)
 
 
+@pytest.mark.usefixtures("fast_path")
 class TestReadOnlyFolder:
     def test_read_only_folder_keeps_the_open_log_and_refuses_new_files_clearly(
         self, tmp_path: Path, mounts: Mounts, capsys: pytest.CaptureFixture[str]

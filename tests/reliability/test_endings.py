@@ -19,6 +19,10 @@ from _reliability import finish, read_log, spawn
 from runlines import cli
 from runlines.reading import lifecycle, run_status
 
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py); the
+# child processes follow it (RUNLINES_NO_SPEEDUPS=1 on the "python" side).
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 _ACKS_BEFORE_SIGNAL = 200
 
 

@@ -20,6 +20,10 @@ from _reliability import CHILD_TIMEOUT_S, finish, read_log, spawn, strict_loads
 
 from runlines.reading import is_locked
 
+# Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py); the
+# child processes follow it (RUNLINES_NO_SPEEDUPS=1 on the "python" side).
+pytestmark = pytest.mark.usefixtures("fast_path")
+
 
 def _by_writer(records: list[dict[str, Any]]) -> dict[str, list[int]]:
     seqs: dict[str, list[int]] = defaultdict(list)

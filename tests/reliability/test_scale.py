@@ -52,6 +52,7 @@ def _peak(what: str, path: Path) -> tuple[int, int]:
 
 
 @pytest.mark.long
+@pytest.mark.usefixtures("fast_path")  # the writer, a child, follows it (tests/conftest.py)
 def test_ten_million_records_keep_the_writer_flat_and_the_reader_bounded(
     tmp_path: Path,
 ) -> None:

@@ -188,7 +188,7 @@ def check_restart(path: Path, torn: bool) -> None:
     assert [json.loads(x)["event"] for x in lines[-4:-1]] == ["run_start", "resumed", "run_end"]
 
 
-@pytest.mark.usefixtures("no_git")
+@pytest.mark.usefixtures("no_git", "fast_path")  # the children follow fast_path too
 @pytest.mark.parametrize(
     ("count", "seed", "kinds"),
     [
