@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import json
 import os
+import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +43,7 @@ import orjson
 
 from runlines._encoding import NONFINITE_KEY, restore_nonfinite
 from runlines.errors import FieldError, QueryError, ReadError, RunlinesWarning
+from runlines.reading._copies import LINE, NULLS, PATCH, Copy, usable_copy, write_tail
 from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._rules import attempt_numbers, event_names, step_cutoffs
 
@@ -145,42 +149,50 @@ GROUP BY ALL
 """
 
 
-def _cache_key(log: LogFile, events: bool) -> tuple[str, int, int, bool]:
+def _cache_key(path: Path, events: bool) -> tuple[str, int, int, bool]:
     try:
-        stat = log.path.stat()
+        stat = path.stat()
     except OSError as err:
-        msg = f"cannot read log {log.path}: {err.strerror or err}; check the path"
-        raise ReadError(msg, str(log.path)) from err
-    return (str(log.path.resolve()), stat.st_size, stat.st_mtime_ns, events)
+        msg = f"cannot read log {path}: {err.strerror or err}; check the path"
+        raise ReadError(msg, str(path)) from err
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, events)
 
 
 def _discover(
-    con: duckdb.DuckDBPyConnection, logs: Sequence[LogFile], *, events: bool
+    con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, events: bool, cache: bool = True
 ) -> list[_Scan]:
-    """Return the scan of each log, reading only those not cached (or changed since)."""
-    keys = [_cache_key(log, events) for log in logs]
-    todo = {str(log.path): key for log, key in zip(logs, keys, strict=True) if key not in _scans}
+    """Return the scan of each file, reading only those not cached (or changed since).
+
+    Without *cache*, the scans are not kept: for files read once, such as a log's tail.
+    """
+    keys = [_cache_key(path, events) for path in paths]
+    todo = {str(path): key for path, key in zip(paths, keys, strict=True) if key not in _scans}
+    found: dict[str, list[tuple[Any, ...]]] = {path: [] for path in todo}
     if todo:
         event = "json_extract_string(json, '$.event')" if events else "NULL::VARCHAR"
         sql = _DISCOVER_SQL.format(files=_sql_list(list(todo)), event=event, depth=_MAX_DEPTH)
-        found: dict[str, list[tuple[Any, ...]]] = {path: [] for path in todo}
         for row in con.execute(sql).fetchall():
             found[row[0]].append(row[1:])
-        for path, key in todo.items():
-            _scans[key] = _scan_of(found[path])
-    return [_scans[key] for key in keys]
+    scans = {key: _scan_of(found[path]) for path, key in todo.items()}
+    if cache:
+        _scans.update(scans)
+    return [scans[key] if key in scans else _scans[key] for key in keys]
 
 
 def _scan_of(groups: list[tuple[Any, ...]]) -> _Scan:
     objects = [group for group in groups if group[1] is not None and group[1].startswith("{")]
-    shapes = tuple((event, shape, int(n), int(first)) for event, shape, n, first, *_ in objects)
     base = min((int(group[3]) for group in groups), default=1)  # the file's first row
-    deep = sorted(
-        int(found["row"])
+    too_deep = [
+        [int(found["row"]) for found in candidates or () if _too_deep(found["text"])]
         for *_, candidates in objects
-        for found in candidates or ()
-        if _too_deep(found["text"])
+    ]
+    # the view skips the records nested too deep: their shapes are not the schema's
+    shapes = tuple(
+        (event, shape, int(n) - len(rows), int(first))
+        for (event, shape, n, first, *_), rows in zip(objects, too_deep, strict=True)
+        if int(n) > len(rows)
     )
+    deep = sorted(row for rows in too_deep for row in rows)
     skipped = set(deep)
     starts = [
         _Start(int(s["row"]), _json_value(s["attempt"]), _json_value(s["resume_step"]))
@@ -204,6 +216,213 @@ def _too_deep(text: str) -> bool:
 
 def _json_value(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
+
+
+# --- Parquet copies --------------------------------------------------------------------------
+#
+# A log with a copy that matches it is read from the copy (`read_parquet`), each field mapped
+# from its storage columns and `__patch` (see reading/_copies.py), and from a file holding the
+# log's bytes after the copy (the tail), read as any JSONL. The copy's shapes come from one
+# grouping pass over its columns' validity, in place of the first pass over the JSONL, and
+# give the same kinds: a field a line holds as null (`__nulls`) is null there, also where
+# Python restored a non-finite float, which the line marks in `_nonfinite`.
+
+_STORED: Final = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
+
+_COPY_SHAPES_SQL: Final = """
+SELECT {event} AS event, {valid} AS valid, json_structure({patch}) AS patch,
+       {nulls} AS nulls, count(*) AS n, min({line}) + 1 AS first_row
+FROM read_parquet({path}) GROUP BY ALL
+"""
+_COPY_STARTS_SQL: Final = """
+SELECT {line} + 1, CAST({attempt} AS VARCHAR), CAST({resume} AS VARCHAR)
+FROM read_parquet({path}) WHERE {event} = 'run_start' ORDER BY 1
+"""
+
+# (copy's resolved path, size, mtime_ns) -> its scan and the fields some row's patch holds
+_copy_scans: dict[tuple[str, int, int], tuple[_Scan, frozenset[str]]] = {}
+
+
+def _read_through_copy(
+    con: duckdb.DuckDBPyConnection, copy: Copy, tails: Callable[[], Path], *, events: bool
+) -> _CopyRead:
+    """Return how to read *copy*'s log: the copy's scan, and its tail written to a file."""
+    key = _cache_key(copy.path, False)[:3]
+    if key not in _copy_scans:
+        _copy_scans[key] = _copy_scan(con, copy)
+    scan, patched = _copy_scans[key]
+    tail = tail_scan = None
+    if copy.has_tail:
+        tail = write_tail(copy, tails())
+        tail_scan = _discover(con, [tail], events=events, cache=False)[0]
+    return _CopyRead(copy, scan, patched, tail, tail_scan)
+
+
+def _copy_scan(con: duckdb.DuckDBPyConnection, copy: Copy) -> tuple[_Scan, frozenset[str]]:
+    """Return the scan of *copy*'s records (rows are log lines, from 1), and the patched fields."""
+    columns = [(name, column, kind) for name, held in copy.storage.items() for column, kind in held]
+    validity = "[" + ", ".join(f"{_ident(c)} IS NOT NULL" for _, c, _ in columns) + "]::BOOLEAN[]"
+    event = _copy_value(copy, None, "event", "VARCHAR")
+    sql = _COPY_SHAPES_SQL.format(
+        event=event,
+        valid=validity,
+        patch=_ident(PATCH),
+        nulls=_ident(NULLS),
+        line=_ident(LINE),
+        path=_literal(str(copy.path)),
+    )
+    groups = con.execute(sql).fetchall()
+    patched = frozenset(name for group in groups if group[2] for name in orjson.loads(group[2]))
+    shapes = tuple(
+        (event, _copy_shape(copy, columns, valid, patch, nulls), int(n), int(first))
+        for event, valid, patch, nulls, n, first in sorted(groups, key=lambda g: g[5])
+    )
+    starts: tuple[_Start, ...] = ()
+    if any(group[0] == "run_start" for group in groups):
+        sql = _COPY_STARTS_SQL.format(
+            line=_ident(LINE),
+            attempt=_copy_value(copy, patched, "attempt", "JSON"),
+            resume=_copy_value(copy, patched, "resume_step", "JSON"),
+            event=event,
+            path=_literal(str(copy.path)),
+        )
+        rows = con.execute(sql).fetchall()
+        starts = tuple(_Start(int(r[0]), _loose_json(r[1]), _loose_json(r[2])) for r in rows)
+    first = min((shape[3] for shape in shapes), default=0)
+    return _Scan(shapes, first, starts, copy.deep_lines), patched
+
+
+def _copy_shape(
+    copy: Copy,
+    columns: list[tuple[str, str, str]],
+    valid: list[bool],
+    patch: str | None,
+    nulls: list[str] | None,
+) -> str:
+    """Return the ``json_structure`` a group of the copy's rows had in the JSONL."""
+    patched = orjson.loads(patch) if patch else {}
+    held = [(name, kind) for (name, _, kind), ok in zip(columns, valid, strict=True) if ok]
+    stored = dict(reversed(held))  # a field's first storage column with a value
+    null = set(nulls or ())
+    names = dict.fromkeys([*copy.order, *stored, *patched, *null])
+    structure: dict[str, Any] = {}
+    marks = {"/" + _escaped(name): "VARCHAR" for name in null if name in patched}
+    for name in names:
+        if name == NONFINITE_KEY:
+            continue  # restored by Python: the line's marks are `marks`
+        if name in null:
+            structure[name] = "NULL"  # the line's value: a non-finite float is marked instead
+        elif name in patched:
+            structure[name] = patched[name]
+        elif name in stored:
+            structure[name] = _STORED.get(stored[name], "JSON")
+    if marks:
+        structure[NONFINITE_KEY] = marks
+    return orjson.dumps(structure).decode()
+
+
+def _loose_json(text: str | None) -> Any:
+    """Return the value of JSON *text*, which may hold NaN and Infinity as Python writes them."""
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _escaped(name: str) -> str:
+    """Return *name* as a key in a JSON pointer."""
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _scan_through_copy(read: _CopyRead) -> _Scan:
+    """Return the scan of a log read through its copy: the copy's, then its tail's after it.
+
+    The tail's rows follow the copy's lines: only their order matters.
+    """
+    scan, tail = read.scan, read.tail_scan
+    if tail is None:
+        return scan
+    at = read.copy.covers_lines
+    return _Scan(
+        scan.shapes + tuple((e, shape, n, at + first) for e, shape, n, first in tail.shapes),
+        scan.first_row if scan.shapes else at + tail.first_row,
+        scan.starts + tuple(_Start(at + s.row, s.attempt, s.resume_step) for s in tail.starts),
+        scan.deep + tuple(at + row for row in tail.deep),
+    )
+
+
+def _copy_parts(plan: _Plan, index: int, *, ordered: bool) -> list[str]:
+    """Return the SELECTs of a log read through its copy: the copy's rows, then its tail's.
+
+    Their columns are those of `_read_sql` (and `_K` for a log whose attempts are counted).
+    """
+    read, log = plan.copies[index], plan.logs[index]
+    counted = not plan.scans[index].is_simple
+    schema = plan.schema
+    line = f"({_ident(LINE)} + 1)"
+    columns = [
+        f"{_copy_value(read.copy, read.patched, name, schema.column_type(name))} AS {_ident(name)}"
+        for name in schema.kinds
+        if name != NONFINITE_KEY
+    ]
+    if NONFINITE_KEY in schema.kinds:  # the copy holds the values restored: none to restore
+        columns.append(f"CAST(NULL AS JSON) AS {_ident(NONFINITE_KEY)}")
+    columns.append(f"{_literal(str(log.path))} AS {_FILE}")
+    if ordered:
+        columns.append(f"{line} AS {_ROW}")
+    if counted:  # a row's k: the run_start records at or before its line
+        whens = [f"WHEN {line} >= {row} THEN {k}" for k, row in enumerate(read.starts, 1)]
+        k = f"CASE {' '.join(reversed(whens))} ELSE 0 END" if whens else "0"
+        columns.append(f"CAST({k} AS BIGINT) AS {_K}")
+    parts = [f"SELECT {', '.join(columns)} FROM read_parquet({_literal(str(read.copy.path))})"]
+    if read.tail is not None and read.tail_scan is not None:
+        make = _counted_sql if counted else _read_sql
+        inner = make(plan, [str(read.tail)], read.tail_scan.deep, ordered=ordered)
+        replace = [f"{_literal(str(log.path))} AS {_FILE}"]
+        if ordered:
+            replace.append(f"{_ROW} + {read.copy.covers_lines} AS {_ROW}")
+        if counted:
+            replace.append(f"{_K} + {len(read.starts)} AS {_K}")
+        parts.append(f"SELECT * REPLACE ({', '.join(replace)}) FROM ({inner})")
+    return parts
+
+
+def _copy_value(copy: Copy, patched: frozenset[str] | None, name: str, kind: str) -> str:
+    """Return the SQL of field *name* as DuckDB type *kind* in a row of *copy*.
+
+    A row's patch holds its exact value when there is one (an int beyond 64 bits, a restored
+    non-finite float: kept only where the view restores it, in DOUBLE columns), else the
+    storage column of its type. *patched* None: the patch is looked into whatever it holds.
+    """
+    parts = []
+    if patched is None or name in patched:
+        pointer = _literal("/" + _escaped(name))
+        value = f"json_extract({_ident(PATCH)}, {pointer})"
+        if kind == "JSON":
+            value = f"nullif({value}, 'null')"
+        elif kind == "VARCHAR":
+            value = f"json_extract_string({_ident(PATCH)}, {pointer})"
+        else:
+            value = f"TRY_CAST({value} AS {kind})"
+        if kind != "DOUBLE":  # a line's null stands, as in the view of the JSONL
+            nulls = f"list_contains({_ident(NULLS)}, {_literal(name)})"
+            value = f"CASE WHEN {nulls} THEN NULL ELSE {value} END"
+        parts.append(value)
+    for column, stored in copy.storage.get(name, ()):
+        parts.append(_stored_value(_ident(column), stored, kind))
+    if not parts:
+        return f"CAST(NULL AS {kind})"
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+def _stored_value(column: str, stored: str, kind: str) -> str:
+    if kind == "JSON":
+        return f"to_json({column})"
+    if _STORED.get(stored) == kind:
+        return column
+    return f"TRY_CAST({column} AS {kind})"
 
 
 # --- kinds and column types ------------------------------------------------------------------
@@ -398,13 +617,34 @@ def _pointer_path(pointer: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class _CopyRead:
+    """How the view reads one log through its Parquet copy: the copy, then the tail file."""
+
+    copy: Copy
+    scan: _Scan  # of the copy's records; rows are the log's lines, from 1
+    patched: frozenset[str]  # the fields that some row's `__patch` holds
+    tail: Path | None  # the log's bytes after the copy, in a file of their own
+    tail_scan: _Scan | None
+
+    @property
+    def starts(self) -> list[int]:
+        """The lines of the copy's run_start records."""
+        return [start.row for start in self.scan.starts]
+
+
+@dataclass(frozen=True, slots=True)
 class _Plan:
-    """The files to read, split by whether their attempts need counting, and the schema."""
+    """The files to read, split by whether their attempts need counting, and the schema.
+
+    A log read through its copy has its scan merged from the copy's and its tail's, in lines
+    of the whole log, and its entry in *copies* (by its index in *logs*).
+    """
 
     logs: list[LogFile]
     scans: list[_Scan]
     schema: _Schema
     has_rank: bool
+    copies: dict[int, _CopyRead]
 
     @property
     def counted(self) -> list[str]:
@@ -421,8 +661,8 @@ class _Plan:
         """
         pairs = [
             (str(log.path), scan)
-            for log, scan in zip(self.logs, self.scans, strict=True)
-            if scan.is_simple != counted
+            for index, (log, scan) in enumerate(zip(self.logs, self.scans, strict=True))
+            if scan.is_simple != counted and index not in self.copies
         ]
         plain = [path for path, scan in pairs if not scan.deep]
         groups = [(plain, ())] if plain else []
@@ -471,6 +711,7 @@ def _base_sql(plan: _Plan, *, superseded: bool, ordered: bool) -> str:
     schema = plan.schema
     parts = [_read_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=False)]
     parts += [_counted_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=True)]
+    parts += [sql for index in plan.copies for sql in _copy_parts(plan, index, ordered=ordered)]
     source = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     attempt = "coalesce(s.attempt, f.attempt)" if plan.counted else "f.attempt"
     columns = ["r.ts AS ts", "r.event AS event", "coalesce(f.label, r.run, f.run) AS run"]
@@ -502,9 +743,14 @@ def _latest_sql(plan: _Plan) -> str:
 
     A later attempt's record wins over an earlier one's at the same (event, step).
     """
-    counted = " UNION ALL BY NAME ".join(
-        f"({_counted_sql(plan, *group, ordered=False)})" for group in plan.reads(counted=True)
-    )
+    parts = [_counted_sql(plan, *group, ordered=False) for group in plan.reads(counted=True)]
+    parts += [
+        sql
+        for index in plan.copies
+        if not plan.scans[index].is_simple
+        for sql in _copy_parts(plan, index, ordered=False)
+    ]
+    counted = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     return (
         f'SELECT {_FILE} AS file, event, CAST("step" AS DOUBLE) AS step, max({_K}) AS k '
         f'FROM ({counted}) WHERE "step" IS NOT NULL GROUP BY ALL'
@@ -588,11 +834,29 @@ def _plan(
     nested_as_json: bool = False,
 ) -> _Plan:
     logs = find_logs(*sources)
-    scans = _discover(con, logs, events=events is not None)
+    level = _caller_level()
+    found = {i: copy for i, log in enumerate(logs) if (copy := usable_copy(log, stacklevel=level))}
+    jsonl = [log.path for i, log in enumerate(logs) if i not in found]
+    scanned = iter(_discover(con, jsonl, events=events is not None))
+    folder: list[Path] = []
+
+    def tails() -> Path:
+        if not folder:  # removed with the connection: a view reads its tails while it lives
+            folder.append(Path(tempfile.mkdtemp(prefix="runlines-tails-")))
+            weakref.finalize(con, shutil.rmtree, folder[0], True)
+        return folder[0]
+
+    copies = {
+        i: _read_through_copy(con, copy, tails, events=events is not None)
+        for i, copy in found.items()
+    }
+    scans = [
+        _scan_through_copy(copies[i]) if i in copies else next(scanned) for i in range(len(logs))
+    ]
     _warn_deep(logs, scans)
     schema = _schema(scans, events, nested_as_json=nested_as_json)
     has_rank = "rank" in schema.kinds or any(log.rank is not None for log in logs)
-    return _Plan(logs, scans, schema, has_rank)
+    return _Plan(logs, scans, schema, has_rank, copies)
 
 
 def _warn_deep(logs: Sequence[LogFile], scans: Sequence[_Scan]) -> None:
@@ -868,7 +1132,7 @@ def _finish_frame(pd: Any, frame: pd.DataFrame, schema: _Schema, output: list[st
     nested = [name for name in output if _is_nested(schema, name)]
     for name in nested:
         frame[name] = pd.Series(
-            [None if v is None or v != v else orjson.loads(v) for v in frame[name].tolist()],
+            [None if v is None or v != v else _loose_json(v) for v in frame[name].tolist()],
             index=frame.index,
             dtype=object,
         )
