@@ -13,7 +13,7 @@ import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from runlines._layout import open_regular
 from runlines.reading._files import LogFile
@@ -40,8 +40,8 @@ class Copy:
     log_size: int  # when the copy was checked: bytes past covers_bytes are the tail
     # field: [(storage column, value kind: int, float, str or bool)], in the copy's order
     storage: dict[str, list[tuple[str, str]]]
-    # fields in first-appearance order: by the line and place of their first value
-    order: tuple[str, ...]
+    # per field holding a value: the line (from 0) and place in it of its first one
+    first_values: dict[str, tuple[int, int]]
     deep_lines: tuple[int, ...]  # lines the copy skipped for nesting too deep (from 1)
 
     @property
@@ -79,25 +79,19 @@ def usable_copy(log: LogFile, *, stacklevel: int) -> Copy | None:
         meta.covers_lines,
         log.path.stat().st_size,
         storage,
-        _first_appearance(meta.pieces),
+        _first_values(meta.pieces),
         tuple(int(line) for line, reason in meta.bad if _DEPTH in str(reason)),
     )
 
 
-def _first_appearance(pieces: list[dict[str, object]]) -> tuple[str, ...]:
-    """Return the fields of *pieces* by where their first value is; fields never set last."""
+def _first_values(pieces: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Return where the first value of each field of *pieces* is: its line and place in it."""
     first: dict[str, tuple[int, int]] = {}
-    unset: dict[str, None] = {}
     for piece in pieces:
-        fields = piece["fields"]
-        assert isinstance(fields, dict)
-        for name, (count, line, place) in fields.items():
+        for name, (count, line, place) in piece["fields"].items():
             if count and (name not in first or (line, place) < first[name]):
                 first[name] = (line, place)
-            elif not count:
-                unset.setdefault(name)
-    ordered = sorted(first, key=first.__getitem__)
-    return (*ordered, *(name for name in unset if name not in first))
+    return first
 
 
 def write_tail(copy: Copy, folder: Path) -> Path:

@@ -239,18 +239,29 @@ SELECT {line} + 1, CAST({attempt} AS VARCHAR), CAST({resume} AS VARCHAR)
 FROM read_parquet({path}) WHERE {event} = 'run_start' ORDER BY 1
 """
 
-# (copy's resolved path, size, mtime_ns) -> its scan and the fields some row's patch holds
-_copy_scans: dict[tuple[str, int, int], tuple[_Scan, frozenset[str]]] = {}
+# (copy's resolved path, size, mtime_ns) -> its scan and the fields some row's patch holds,
+# or None for a copy DuckDB cannot read
+_copy_scans: dict[tuple[str, int, int], tuple[_Scan, frozenset[str]] | None] = {}
 
 
 def _read_through_copy(
     con: duckdb.DuckDBPyConnection, copy: Copy, tails: Callable[[], Path], *, events: bool
-) -> _CopyRead:
-    """Return how to read *copy*'s log: the copy's scan, and its tail written to a file."""
+) -> _CopyRead | None:
+    """Return how to read *copy*'s log: the copy's scan, and its tail written to a file.
+
+    None for a copy that DuckDB refuses: strings that are not UTF-8, which DuckDB's JSON
+    reader skips in the log (and load() reads). The log is then read from its JSONL alone.
+    """
     key = _cache_key(copy.path, False)[:3]
     if key not in _copy_scans:
-        _copy_scans[key] = _copy_scan(con, copy)
-    scan, patched = _copy_scans[key]
+        try:
+            _copy_scans[key] = _copy_scan(con, copy)
+        except _import_duckdb("query()").Error:
+            _copy_scans[key] = None
+    found = _copy_scans[key]
+    if found is None:
+        return None
+    scan, patched = found
     tail = tail_scan = None
     if copy.has_tail:
         tail = write_tail(copy, tails())
@@ -261,6 +272,9 @@ def _read_through_copy(
 def _copy_scan(con: duckdb.DuckDBPyConnection, copy: Copy) -> tuple[_Scan, frozenset[str]]:
     """Return the scan of *copy*'s records (rows are log lines, from 1), and the patched fields."""
     columns = [(name, column, kind) for name, held in copy.storage.items() for column, kind in held]
+    strings = [f"max(strlen({_ident(c)}))" for _, c, kind in columns if kind == "str"]
+    if strings:  # DuckDB checks that strings are UTF-8 as it reads them
+        con.execute(f"SELECT {', '.join(strings)} FROM read_parquet({_literal(str(copy.path))})")
     validity = "[" + ", ".join(f"{_ident(c)} IS NOT NULL" for _, c, _ in columns) + "]::BOOLEAN[]"
     event = _copy_value(copy, None, "event", "VARCHAR")
     sql = _COPY_SHAPES_SQL.format(
@@ -271,11 +285,14 @@ def _copy_scan(con: duckdb.DuckDBPyConnection, copy: Copy) -> tuple[_Scan, froze
         line=_ident(LINE),
         path=_literal(str(copy.path)),
     )
-    groups = con.execute(sql).fetchall()
-    patched = frozenset(name for group in groups if group[2] for name in orjson.loads(group[2]))
+    groups = sorted(con.execute(sql).fetchall(), key=lambda group: int(group[5]))
+    patched = frozenset(
+        name for group in groups if group[2] for name in _object_keys(orjson.loads(group[2]))
+    )
+    order = _key_order(copy)
     shapes = tuple(
-        (event, _copy_shape(copy, columns, valid, patch, nulls), int(n), int(first))
-        for event, valid, patch, nulls, n, first in sorted(groups, key=lambda g: g[5])
+        (event, _copy_shape(order, columns, valid, patch, nulls), int(n), int(first))
+        for event, valid, patch, nulls, n, first in groups
     )
     starts: tuple[_Start, ...] = ()
     if any(group[0] == "run_start" for group in groups):
@@ -292,8 +309,17 @@ def _copy_scan(con: duckdb.DuckDBPyConnection, copy: Copy) -> tuple[_Scan, froze
     return _Scan(shapes, first, starts, copy.deep_lines), patched
 
 
+def _key_order(copy: Copy) -> list[str]:
+    """Return the copy's fields by where their first value is: the JSONL's order for `_schema`.
+
+    In the shape of a group's first line, the fields whose first value is in that line then
+    come in their places in it.
+    """
+    return sorted(copy.first_values, key=copy.first_values.__getitem__)
+
+
 def _copy_shape(
-    copy: Copy,
+    order: list[str],
     columns: list[tuple[str, str, str]],
     valid: list[bool],
     patch: str | None,
@@ -301,15 +327,16 @@ def _copy_shape(
 ) -> str:
     """Return the ``json_structure`` a group of the copy's rows had in the JSONL."""
     patched = orjson.loads(patch) if patch else {}
+    if not isinstance(patched, dict):  # json_structure says "JSON" for an empty object
+        patched = {}
     held = [(name, kind) for (name, _, kind), ok in zip(columns, valid, strict=True) if ok]
     stored = dict(reversed(held))  # a field's first storage column with a value
     null = set(nulls or ())
-    names = dict.fromkeys([*copy.order, *stored, *patched, *null])
+    names = dict.fromkeys([*order, *stored, *patched, *(nulls or ())])
     structure: dict[str, Any] = {}
-    marks = {"/" + _escaped(name): "VARCHAR" for name in null if name in patched}
+    # a restored non-finite float: the line held null, and marked it (a number in the patch)
+    marks = {"/" + _escaped(name): "VARCHAR" for name in null if patched.get(name) == "DOUBLE"}
     for name in names:
-        if name == NONFINITE_KEY:
-            continue  # restored by Python: the line's marks are `marks`
         if name in null:
             structure[name] = "NULL"  # the line's value: a non-finite float is marked instead
         elif name in patched:
@@ -319,6 +346,10 @@ def _copy_shape(
     if marks:
         structure[NONFINITE_KEY] = marks
     return orjson.dumps(structure).decode()
+
+
+def _object_keys(structure: Any) -> list[str]:
+    return list(structure) if isinstance(structure, dict) else []
 
 
 def _loose_json(text: str | None) -> Any:
@@ -367,8 +398,9 @@ def _copy_parts(plan: _Plan, index: int, *, ordered: bool) -> list[str]:
         for name in schema.kinds
         if name != NONFINITE_KEY
     ]
-    if NONFINITE_KEY in schema.kinds:  # the copy holds the values restored: none to restore
-        columns.append(f"CAST(NULL AS JSON) AS {_ident(NONFINITE_KEY)}")
+    if NONFINITE_KEY in schema.kinds:  # null where the copy holds the values it restored
+        marks = _copy_value(read.copy, read.patched, NONFINITE_KEY, "JSON")
+        columns.append(f"{marks} AS {_ident(NONFINITE_KEY)}")
     columns.append(f"{_literal(str(log.path))} AS {_FILE}")
     if ordered:
         columns.append(f"{line} AS {_ROW}")
@@ -515,16 +547,22 @@ class _Schema:
 def _schema(
     scans: Sequence[_Scan], events: Sequence[str] | None, *, nested_as_json: bool
 ) -> _Schema:
-    """Merge the shapes of *scans* (of *events* only, when given) into one schema."""
+    """Merge the shapes of *scans* (of *events* only, when given) into one schema.
+
+    The fields come in `runlines.load`'s order: the commonest first (a non-finite float counts
+    as a value), fields as common as each other in the order the logs first hold a value for
+    them (by line, then place in the line), fields only ever null last, by name.
+    """
     kinds: dict[str, Kind] = {}
     counts: dict[str, int] = {}
+    first: dict[str, tuple[int, int, int]] = {}  # (scan, line, place) of a field's first value
     seen_events: set[str] = set()
     ordered = sorted(
         ((i, shape) for i, scan in enumerate(scans) for shape in scan.shapes),
         key=lambda item: (item[0], item[1][3]),
     )
     shapes: list[set[str]] = []  # the names with a value, per shape read
-    for _, (event, shape, count, _) in ordered:
+    for scan, (event, shape, count, row) in ordered:
         try:
             structure = orjson.loads(shape)
         except orjson.JSONDecodeError:  # nested too deep: the view skips these records
@@ -534,18 +572,23 @@ def _schema(
         if events is not None and event not in events:
             continue
         shapes.append(set())
-        for name, value in structure.items():
+        marked = _marked(structure.get(NONFINITE_KEY))
+        for place, (name, value) in enumerate(structure.items()):
             kind = _kind(value)
             kinds[name] = _merge(kinds.get(name, "null"), kind)
-            counts[name] = counts.get(name, 0) + (count if kind != "null" else 0)
+            counts.setdefault(name, 0)
             if kind != "null":
                 shapes[-1].add(name)
+            if kind != "null" or name in marked:
+                counts[name] += count
+                first[name] = min(first.get(name, (scan, row, place)), (scan, row, place))
     for name in _FIRST:
         kinds.setdefault(name, "null")
     nonfinite = kinds.get(NONFINITE_KEY)
     pointers = nonfinite[1] if isinstance(nonfinite, tuple) and nonfinite[0] == "object" else {}
-    names = _usable_names(kinds, counts)
-    rest = sorted((n for n in names if n not in _FIRST), key=lambda n: -counts.get(n, 0))
+    names = [name for name in _usable_names(kinds, counts) if name not in _FIRST]
+    held = sorted((n for n in names if counts[n]), key=lambda n: (-counts[n], first[n]))
+    rest = held + sorted(n for n in names if not counts[n])
     return _Schema(
         {name: kinds[name] for name in (*_FIRST, *rest)},
         frozenset(_top_level_field(p) for p in pointers if p.count("/") == 1),
@@ -553,6 +596,13 @@ def _schema(
         nested_as_json,
         _present(shapes, [*_FIRST, *rest]),
     )
+
+
+def _marked(marks: Any) -> set[str]:
+    """Return the top-level fields that a record's `_nonfinite` structure marks."""
+    if not isinstance(marks, dict):
+        return set()
+    return {_top_level_field(pointer) for pointer in marks if pointer.count("/") == 1}
 
 
 def _present(shapes: list[set[str]], names: list[str]) -> tuple[str, ...]:
@@ -836,8 +886,6 @@ def _plan(
     logs = find_logs(*sources)
     level = _caller_level()
     found = {i: copy for i, log in enumerate(logs) if (copy := usable_copy(log, stacklevel=level))}
-    jsonl = [log.path for i, log in enumerate(logs) if i not in found]
-    scanned = iter(_discover(con, jsonl, events=events is not None))
     folder: list[Path] = []
 
     def tails() -> Path:
@@ -847,9 +895,12 @@ def _plan(
         return folder[0]
 
     copies = {
-        i: _read_through_copy(con, copy, tails, events=events is not None)
+        i: read
         for i, copy in found.items()
+        if (read := _read_through_copy(con, copy, tails, events=events is not None))
     }
+    jsonl = [log.path for i, log in enumerate(logs) if i not in copies]
+    scanned = iter(_discover(con, jsonl, events=events is not None))
     scans = [
         _scan_through_copy(copies[i]) if i in copies else next(scanned) for i in range(len(logs))
     ]
@@ -1151,6 +1202,6 @@ def _restore_nested(frame: pd.DataFrame, marks: pd.Series, nested: list[str]) ->
         return
     for row, text in zip(marks.index[marks.notna()], marks[marks.notna()].tolist(), strict=True):
         record = {name: frame.at[row, name] for name in nested}
-        record[NONFINITE_KEY] = orjson.loads(text)
+        record[NONFINITE_KEY] = _loose_json(text)
         for name, value in restore_nonfinite(record).items():
             frame.at[row, name] = value
