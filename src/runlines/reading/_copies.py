@@ -24,8 +24,6 @@ __all__ = ["LINE", "NULLS", "PATCH", "Copy", "usable_copy", "write_tail"]
 LINE: Final = "__line"
 PATCH: Final = "__patch"
 NULLS: Final = "__nulls"
-_KINDS: Final = {"int64": "int", "double": "float", "string": "str", "large_string": "str",
-                 "bool": "bool"}  # fmt: skip
 _DEPTH: Final = "depth"  # in orjson's message for a line nested deeper than it reads
 
 
@@ -38,8 +36,8 @@ class Copy:
     covers_bytes: int
     covers_lines: int
     log_size: int  # when the copy was checked: bytes past covers_bytes are the tail
-    # field: [(storage column, value kind: int, float, str or bool)], in the copy's order
-    storage: dict[str, list[tuple[str, str]]]
+    # field: its storage columns (one per value type), in the copy's order
+    storage: dict[str, list[str]]
     # per field holding a value: the line (from 0) and place in it of its first one
     first_values: dict[str, tuple[int, int]]
     deep_lines: tuple[int, ...]  # lines the copy skipped for nesting too deep (from 1)
@@ -62,16 +60,12 @@ def usable_copy(log: LogFile, *, stacklevel: int) -> Copy | None:
     if found is None:
         return None
     meta, path = found
-    import pyarrow.parquet as pq
-
-    types = {field.name: str(field.type) for field in pq.read_schema(path)}
-    storage: dict[str, list[tuple[str, str]]] = {}
+    storage: dict[str, list[str]] = {}
     for piece in meta.pieces:
         for name, index in piece["columns"]:
-            column = f"c{index}"
             held = storage.setdefault(name, [])
-            if column not in (c for c, _ in held):
-                held.append((column, _KINDS.get(types.get(column, ""), "other")))
+            if f"c{index}" not in held:
+                held.append(f"c{index}")
     return Copy(
         log,
         path,

@@ -229,11 +229,15 @@ def _json_value(text: str | None) -> Any:
 
 _STORED: Final = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
 
+# `valid`: bit i of word i // 63 is storage column i's validity; `strings` reads the strings
+# (DuckDB checks they are UTF-8 as it reads them)
 _COPY_SHAPES_SQL: Final = """
-SELECT {event} AS event, {valid} AS valid, json_structure({patch}) AS patch,
-       {nulls} AS nulls, count(*) AS n, min({line}) + 1 AS first_row
+SELECT {event} AS event, [{valid}] AS valid, json_structure({patch}) AS patch,
+       {nulls} AS nulls, count(*) AS n, min({line}) + 1 AS first_row, [{strings}] AS strings
 FROM read_parquet({path}) GROUP BY ALL
 """
+_BITS: Final = 63
+_DUCKDB_KINDS: Final = {"BIGINT": "int", "DOUBLE": "float", "VARCHAR": "str", "BOOLEAN": "bool"}
 _COPY_STARTS_SQL: Final = """
 SELECT {line} + 1, CAST({attempt} AS VARCHAR), CAST({resume} AS VARCHAR)
 FROM read_parquet({path}) WHERE {event} = 'run_start' ORDER BY 1
@@ -241,7 +245,7 @@ FROM read_parquet({path}) WHERE {event} = 'run_start' ORDER BY 1
 
 # (copy's resolved path, size, mtime_ns) -> its scan and the fields some row's patch holds,
 # or None for a copy DuckDB cannot read
-_copy_scans: dict[tuple[str, int, int], tuple[_Scan, frozenset[str]] | None] = {}
+_copy_scans: dict[tuple[str, int, int], tuple[_Scan, frozenset[str], dict[str, str]] | None] = {}
 
 
 def _read_through_copy(
@@ -261,52 +265,71 @@ def _read_through_copy(
     found = _copy_scans[key]
     if found is None:
         return None
-    scan, patched = found
+    scan, patched, types = found
     tail = tail_scan = None
     if copy.has_tail:
         tail = write_tail(copy, tails())
         tail_scan = _discover(con, [tail], events=events, cache=False)[0]
-    return _CopyRead(copy, scan, patched, tail, tail_scan)
+    return _CopyRead(copy, scan, patched, types, tail, tail_scan)
 
 
-def _copy_scan(con: duckdb.DuckDBPyConnection, copy: Copy) -> tuple[_Scan, frozenset[str]]:
-    """Return the scan of *copy*'s records (rows are log lines, from 1), and the patched fields."""
-    columns = [(name, column, kind) for name, held in copy.storage.items() for column, kind in held]
+def _copy_scan(
+    con: duckdb.DuckDBPyConnection, copy: Copy
+) -> tuple[_Scan, frozenset[str], dict[str, str]]:
+    """Return the scan of *copy*'s records (rows are log lines, from 1), the patched fields, and
+    the kind of each storage column.
+    """
+    described = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_literal(str(copy.path))})")
+    types = {name: _DUCKDB_KINDS.get(kind, "str") for name, kind, *_ in described.fetchall()}
+    columns = [(name, c, types.get(c, "str")) for name, held in copy.storage.items() for c in held]
+    words = [
+        " + ".join(
+            f"CASE WHEN {_ident(c)} IS NOT NULL THEN {1 << bit}::BIGINT ELSE 0 END"
+            for bit, (_, c, _) in enumerate(columns[first : first + _BITS])
+        )
+        for first in range(0, len(columns), _BITS)
+    ]
     strings = [f"max(strlen({_ident(c)}))" for _, c, kind in columns if kind == "str"]
-    if strings:  # DuckDB checks that strings are UTF-8 as it reads them
-        con.execute(f"SELECT {', '.join(strings)} FROM read_parquet({_literal(str(copy.path))})")
-    validity = "[" + ", ".join(f"{_ident(c)} IS NOT NULL" for _, c, _ in columns) + "]::BOOLEAN[]"
-    event = _copy_value(copy, None, "event", "VARCHAR")
+    event = _copy_value(copy, types, None, "event", "VARCHAR")
     sql = _COPY_SHAPES_SQL.format(
         event=event,
-        valid=validity,
+        valid=", ".join(words),
+        strings=", ".join(strings),
         patch=_ident(PATCH),
         nulls=_ident(NULLS),
         line=_ident(LINE),
         path=_literal(str(copy.path)),
     )
-    groups = sorted(con.execute(sql).fetchall(), key=lambda group: int(group[5]))
+    groups = [
+        (event, _bits(words, len(columns)), *rest)
+        for event, words, *rest in sorted(con.execute(sql).fetchall(), key=lambda g: int(g[5]))
+    ]
     patched = frozenset(
         name for group in groups if group[2] for name in _object_keys(orjson.loads(group[2]))
     )
     order = _key_order(copy)
     shapes = tuple(
         (event, _copy_shape(order, columns, valid, patch, nulls), int(n), int(first))
-        for event, valid, patch, nulls, n, first in groups
+        for event, valid, patch, nulls, n, first, _ in groups
     )
     starts: tuple[_Start, ...] = ()
     if any(group[0] == "run_start" for group in groups):
         sql = _COPY_STARTS_SQL.format(
             line=_ident(LINE),
-            attempt=_copy_value(copy, patched, "attempt", "JSON"),
-            resume=_copy_value(copy, patched, "resume_step", "JSON"),
+            attempt=_copy_value(copy, types, patched, "attempt", "JSON"),
+            resume=_copy_value(copy, types, patched, "resume_step", "JSON"),
             event=event,
             path=_literal(str(copy.path)),
         )
         rows = con.execute(sql).fetchall()
         starts = tuple(_Start(int(r[0]), _loose_json(r[1]), _loose_json(r[2])) for r in rows)
     first = min((shape[3] for shape in shapes), default=0)
-    return _Scan(shapes, first, starts, copy.deep_lines), patched
+    return _Scan(shapes, first, starts, copy.deep_lines), patched, types
+
+
+def _bits(words: list[int], count: int) -> list[bool]:
+    """Return the validity of *count* storage columns from their words of `_BITS` bits."""
+    return [bool(words[i // _BITS] >> (i % _BITS) & 1) for i in range(count)]
 
 
 def _key_order(copy: Copy) -> list[str]:
@@ -393,13 +416,17 @@ def _copy_parts(plan: _Plan, index: int, *, ordered: bool) -> list[str]:
     counted = not plan.scans[index].is_simple
     schema = plan.schema
     line = f"({_ident(LINE)} + 1)"
+
+    def value(name: str, kind: str) -> str:
+        return _copy_value(read.copy, read.types, read.patched, name, kind)
+
     columns = [
-        f"{_copy_value(read.copy, read.patched, name, schema.column_type(name))} AS {_ident(name)}"
+        f"{value(name, schema.column_type(name))} AS {_ident(name)}"
         for name in schema.kinds
         if name != NONFINITE_KEY
     ]
     if NONFINITE_KEY in schema.kinds:  # null where the copy holds the values it restored
-        marks = _copy_value(read.copy, read.patched, NONFINITE_KEY, "JSON")
+        marks = value(NONFINITE_KEY, "JSON")
         columns.append(f"{marks} AS {_ident(NONFINITE_KEY)}")
     columns.append(f"{_literal(str(log.path))} AS {_FILE}")
     if ordered:
@@ -421,7 +448,9 @@ def _copy_parts(plan: _Plan, index: int, *, ordered: bool) -> list[str]:
     return parts
 
 
-def _copy_value(copy: Copy, patched: frozenset[str] | None, name: str, kind: str) -> str:
+def _copy_value(
+    copy: Copy, types: dict[str, str], patched: frozenset[str] | None, name: str, kind: str
+) -> str:
     """Return the SQL of field *name* as DuckDB type *kind* in a row of *copy*.
 
     A row's patch holds its exact value when there is one (an int beyond 64 bits, a restored
@@ -442,8 +471,8 @@ def _copy_value(copy: Copy, patched: frozenset[str] | None, name: str, kind: str
             nulls = f"list_contains({_ident(NULLS)}, {_literal(name)})"
             value = f"CASE WHEN {nulls} THEN NULL ELSE {value} END"
         parts.append(value)
-    for column, stored in copy.storage.get(name, ()):
-        parts.append(_stored_value(_ident(column), stored, kind))
+    for column in copy.storage.get(name, ()):
+        parts.append(_stored_value(_ident(column), types[column], kind))
     if not parts:
         return f"CAST(NULL AS {kind})"
     return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
@@ -673,6 +702,7 @@ class _CopyRead:
     copy: Copy
     scan: _Scan  # of the copy's records; rows are the log's lines, from 1
     patched: frozenset[str]  # the fields that some row's `__patch` holds
+    types: dict[str, str]  # each storage column's kind: int, float, str or bool
     tail: Path | None  # the log's bytes after the copy, in a file of their own
     tail_scan: _Scan | None
 
@@ -873,6 +903,8 @@ def _new_connection(caller: str) -> duckdb.DuckDBPyConnection:
     config = {"preserve_insertion_order": True, "temp_directory": str(spill)}
     con: duckdb.DuckDBPyConnection = engine.connect(":memory:", config=config)
     con.execute("SET enable_progress_bar = false")  # it would print into the caller's stdout
+    # each Parquet copy's footer read once per connection, not once per scan of it
+    con.execute("SET parquet_metadata_cache = true")
     return con
 
 
