@@ -372,6 +372,24 @@ def test_a_connection_removes_the_tails_it_wrote_when_it_goes(tmp_path: Path) ->
     assert not any(path.exists() for path in tails)
 
 
+def test_a_nested_non_finite_float_comes_back_from_a_copy_as_load_reads_it(tmp_path: Path) -> None:
+    log = write(
+        tmp_path / "e.jsonl",
+        line("eval", run="e", step=1, scores={"top1": 0.9, "top5": -math.inf}),
+        line("eval", run="e", step=2, scores={"top1": 0.8, "top5": 0.7}),
+    )
+    sql = "SELECT typeof(scores) AS kind, scores.top5 AS top5 FROM records ORDER BY step"
+    jsonl = runlines.query(sql, log)
+
+    write_copy(log)
+
+    copied = runlines.query(sql, log)
+    assert copied.kind.tolist() == jsonl.kind.tolist()
+    assert jsonl.top5.isna().tolist() == [True, False]  # the JSONL's null
+    assert copied.top5.tolist() == [-math.inf, 0.7]
+    assert runlines.load(log).scores[0] == {"top1": 0.9, "top5": -math.inf}
+
+
 # The hostile logs where DuckDB's JSON reader and load() (so, the copy) read a line differently:
 # there the copy gives load()'s reading.
 _READ_OTHERWISE = {
