@@ -282,7 +282,7 @@ def _copy_scan(
     described = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_literal(str(copy.path))})")
     types = {name: _DUCKDB_KINDS.get(kind, "str") for name, kind, *_ in described.fetchall()}
     columns = [(name, c, types.get(c, "str")) for name, held in copy.storage.items() for c in held]
-    words = [
+    validity = [
         " + ".join(
             f"CASE WHEN {_ident(c)} IS NOT NULL THEN {1 << bit}::BIGINT ELSE 0 END"
             for bit, (_, c, _) in enumerate(columns[first : first + _BITS])
@@ -290,10 +290,10 @@ def _copy_scan(
         for first in range(0, len(columns), _BITS)
     ]
     strings = [f"max(strlen({_ident(c)}))" for _, c, kind in columns if kind == "str"]
-    event = _copy_value(copy, types, None, "event", "VARCHAR")
+    event_sql = _copy_value(copy, types, None, "event", "VARCHAR")
     sql = _COPY_SHAPES_SQL.format(
-        event=event,
-        valid=", ".join(words),
+        event=event_sql,
+        valid=", ".join(validity),
         strings=", ".join(strings),
         patch=_ident(PATCH),
         nulls=_ident(NULLS),
@@ -318,7 +318,7 @@ def _copy_scan(
             line=_ident(LINE),
             attempt=_copy_value(copy, types, patched, "attempt", "JSON"),
             resume=_copy_value(copy, types, patched, "resume_step", "JSON"),
-            event=event,
+            event=event_sql,
             path=_literal(str(copy.path)),
         )
         rows = con.execute(sql).fetchall()

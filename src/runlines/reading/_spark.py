@@ -151,26 +151,28 @@ def _write_samples(copies: dict[str, Copy], folder: Path) -> str | None:
     One line per field and storage type, and each distinct patched record re-encoded as Run
     writes it (a restored non-finite float null again, and marked), where the line had it.
     """
+    import numpy as np
     import pyarrow.parquet as pq
 
     lines: set[bytes] = set()
     for copy in copies.values():
         storage = [column for held in copy.storage.values() for column in held]
         table = pq.read_table(copy.path, columns=[*storage, PATCH])
-        patched: dict[str, set[int]] = {}
+        patched: dict[str, Any] = {}  # per field, the rows whose patch holds it
         for row, text in enumerate(table.column(PATCH).to_pylist()):
             if text is None:
                 continue
             record = json.loads(text)
             for name in record:
-                patched.setdefault(name, set()).add(row)
+                patched.setdefault(name, np.zeros(table.num_rows, dtype=bool))[row] = True
             lines.add(encode_line(record))  # a non-finite float: null and marked, as logged
         for name, held in copy.storage.items():
             for column in held:
                 kind = _arrow_kind(table.schema.field(column).type)
                 valid = table.column(column).is_valid().to_numpy(zero_copy_only=False)
-                rows = set(valid.nonzero()[0].tolist()) - patched.get(name, set())
-                if rows:  # values the patch does not shadow (ints beyond 64 bits)
+                if name in patched:  # values the patch shadows: ints beyond 64 bits
+                    valid = valid & ~patched[name]
+                if valid.any():
                     lines.add(encode_line({name: _SAMPLE_VALUES[kind]}))
     if not lines:
         return None
