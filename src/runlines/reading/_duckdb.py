@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import orjson
 
 from runlines._encoding import NONFINITE_KEY, restore_nonfinite
+from runlines._layout import COPY_SUFFIX
 from runlines.errors import FieldError, QueryError, ReadError, RunlinesWarning
 from runlines.reading._copies import LINE, NULLS, PATCH, Copy, usable_copy, write_tail
 from runlines.reading._files import LogFile, find_logs, run_labels
@@ -232,15 +233,16 @@ _STORED: Final = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": 
 # `valid`: bit i of word i // 63 is storage column i's validity; `strings` reads the strings
 # (DuckDB checks they are UTF-8 as it reads them)
 _COPY_SHAPES_SQL: Final = """
-SELECT {event} AS event, [{valid}] AS valid, json_structure({patch}) AS patch,
+SELECT filename, {event} AS event, [{valid}] AS valid, json_structure({patch}) AS patch,
        {nulls} AS nulls, count(*) AS n, min({line}) + 1 AS first_row, [{strings}] AS strings
-FROM read_parquet({path}) GROUP BY ALL
+FROM read_parquet({path}, filename=true) GROUP BY ALL
 """
 _BITS: Final = 63
-_DUCKDB_KINDS: Final = {"BIGINT": "int", "DOUBLE": "float", "VARCHAR": "str", "BOOLEAN": "bool"}
+# the value kind of each Parquet physical type a copy's storage columns have (strings: bytes)
+_PARQUET_KINDS: Final = {"INT64": "int", "DOUBLE": "float", "BOOLEAN": "bool", "BYTE_ARRAY": "str"}
 _COPY_STARTS_SQL: Final = """
-SELECT {line} + 1, CAST({attempt} AS VARCHAR), CAST({resume} AS VARCHAR)
-FROM read_parquet({path}) WHERE {event} = 'run_start' ORDER BY 1
+SELECT filename, {line} + 1, CAST({attempt} AS VARCHAR), CAST({resume} AS VARCHAR)
+FROM read_parquet({path}, filename=true) WHERE {event} = 'run_start' ORDER BY 1, 2
 """
 
 # (copy's resolved path, size, mtime_ns) -> its scan and the fields some row's patch holds,
@@ -256,13 +258,7 @@ def _read_through_copy(
     None for a copy that DuckDB refuses: strings that are not UTF-8, which DuckDB's JSON
     reader skips in the log (and load() reads). The log is then read from its JSONL alone.
     """
-    key = _cache_key(copy.path, False)[:3]
-    if key not in _copy_scans:
-        try:
-            _copy_scans[key] = _copy_scan(con, copy)
-        except _import_duckdb("query()").Error:
-            _copy_scans[key] = None
-    found = _copy_scans[key]
+    found = _copy_scans[_copy_key(copy)]
     if found is None:
         return None
     scan, patched, types = found
@@ -273,14 +269,56 @@ def _read_through_copy(
     return _CopyRead(copy, scan, patched, types, tail, tail_scan)
 
 
-def _copy_scan(
-    con: duckdb.DuckDBPyConnection, copy: Copy
-) -> tuple[_Scan, frozenset[str], dict[str, str]]:
-    """Return the scan of *copy*'s records (rows are log lines, from 1), the patched fields, and
-    the kind of each storage column.
+def _copy_key(copy: Copy) -> tuple[str, int, int]:
+    return _cache_key(copy.path, False)[:3]
+
+
+def _scan_copies(con: duckdb.DuckDBPyConnection, copies: Sequence[Copy]) -> None:
+    """Scan the *copies* not scanned yet: one pass over all copies of one layout (the same
+    fields in the same storage columns and types, as a sweep's runs have), into `_copy_scans`.
     """
-    described = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_literal(str(copy.path))})")
-    types = {name: _DUCKDB_KINDS.get(kind, "str") for name, kind, *_ in described.fetchall()}
+    todo = {key: copy for copy in copies if (key := _copy_key(copy)) not in _copy_scans}
+    if not todo:
+        return
+    paths = _sql_list(str(copy.path) for copy in todo.values())
+    types: dict[str, dict[str, str]] = {}
+    for path, name, kind in con.execute(
+        f"SELECT file_name, name, type FROM parquet_schema({paths})"
+    ).fetchall():
+        types.setdefault(path, {})[name] = _PARQUET_KINDS.get(kind, "str")
+    layouts: dict[Any, list[tuple[tuple[str, int, int], Copy]]] = {}
+    for key, copy in todo.items():
+        held = types.get(str(copy.path), {})
+        layout = (tuple((n, tuple(c)) for n, c in copy.storage.items()), tuple(held.items()))
+        layouts.setdefault(layout, []).append((key, copy))
+    error = _import_duckdb("query()").Error
+    for members in layouts.values():
+        group = [copy for _, copy in members]
+        scanned: list[tuple[_Scan, frozenset[str], dict[str, str]] | None]
+        try:
+            scanned = [*_copy_scan(con, group, types.get(str(group[0].path), {}))]
+        except error:  # one copy DuckDB refuses: find it, read the others through theirs
+            scanned = [_copy_scan_or_none(con, [copy], types) for copy in group]
+        for (key, _), result in zip(members, scanned, strict=True):
+            _copy_scans[key] = result
+
+
+def _copy_scan_or_none(
+    con: duckdb.DuckDBPyConnection, copies: list[Copy], types: dict[str, dict[str, str]]
+) -> tuple[_Scan, frozenset[str], dict[str, str]] | None:
+    try:
+        return _copy_scan(con, copies, types.get(str(copies[0].path), {}))[0]
+    except _import_duckdb("query()").Error:
+        return None
+
+
+def _copy_scan(
+    con: duckdb.DuckDBPyConnection, copies: list[Copy], types: dict[str, str]
+) -> list[tuple[_Scan, frozenset[str], dict[str, str]]]:
+    """Return the scan of each of *copies* (rows are log lines, from 1), its patched fields,
+    and the kind of each storage column: copies of one layout, in one pass over them all.
+    """
+    copy = copies[0]
     columns = [(name, c, types.get(c, "str")) for name, held in copy.storage.items() for c in held]
     validity = [
         " + ".join(
@@ -291,6 +329,7 @@ def _copy_scan(
     ]
     strings = [f"max(strlen({_ident(c)}))" for _, c, kind in columns if kind == "str"]
     event_sql = _copy_value(copy, types, None, "event", "VARCHAR")
+    paths = _sql_list(str(c.path) for c in copies)
     sql = _COPY_SHAPES_SQL.format(
         event=event_sql,
         valid=", ".join(validity),
@@ -298,12 +337,35 @@ def _copy_scan(
         patch=_ident(PATCH),
         nulls=_ident(NULLS),
         line=_ident(LINE),
-        path=_literal(str(copy.path)),
+        path=paths,
     )
-    groups = [
-        (event, _bits(words, len(columns)), *rest)
-        for event, words, *rest in sorted(con.execute(sql).fetchall(), key=lambda g: int(g[5]))
+    groups: dict[str, list[tuple[Any, ...]]] = {str(c.path): [] for c in copies}
+    for path, event, words, *rest in con.execute(sql).fetchall():
+        groups[path].append((event, _bits(words, len(columns)), *rest))
+    starts: dict[str, list[_Start]] = {str(c.path): [] for c in copies}
+    if any(group[0] == "run_start" for found in groups.values() for group in found):
+        sql = _COPY_STARTS_SQL.format(
+            line=_ident(LINE),
+            attempt=_copy_value(copy, types, None, "attempt", "JSON"),
+            resume=_copy_value(copy, types, None, "resume_step", "JSON"),
+            event=event_sql,
+            path=paths,
+        )
+        for path, row, attempt, resume in con.execute(sql).fetchall():
+            starts[path].append(_Start(int(row), _loose_json(attempt), _loose_json(resume)))
+    return [
+        _copy_result(c, columns, groups[str(c.path)], starts[str(c.path)], types) for c in copies
     ]
+
+
+def _copy_result(
+    copy: Copy,
+    columns: list[tuple[str, str, str]],
+    groups: list[tuple[Any, ...]],
+    starts: list[_Start],
+    types: dict[str, str],
+) -> tuple[_Scan, frozenset[str], dict[str, str]]:
+    groups = sorted(groups, key=lambda group: int(group[5]))
     patched = frozenset(
         name for group in groups if group[2] for name in _object_keys(orjson.loads(group[2]))
     )
@@ -312,19 +374,8 @@ def _copy_scan(
         (event, _copy_shape(order, columns, valid, patch, nulls), int(n), int(first))
         for event, valid, patch, nulls, n, first, _ in groups
     )
-    starts: tuple[_Start, ...] = ()
-    if any(group[0] == "run_start" for group in groups):
-        sql = _COPY_STARTS_SQL.format(
-            line=_ident(LINE),
-            attempt=_copy_value(copy, types, patched, "attempt", "JSON"),
-            resume=_copy_value(copy, types, patched, "resume_step", "JSON"),
-            event=event_sql,
-            path=_literal(str(copy.path)),
-        )
-        rows = con.execute(sql).fetchall()
-        starts = tuple(_Start(int(r[0]), _loose_json(r[1]), _loose_json(r[2])) for r in rows)
     first = min((shape[3] for shape in shapes), default=0)
-    return _Scan(shapes, first, starts, copy.deep_lines), patched, types
+    return _Scan(shapes, first, tuple(starts), copy.deep_lines), patched, types
 
 
 def _bits(words: list[int], count: int) -> list[bool]:
@@ -407,18 +458,37 @@ def _scan_through_copy(read: _CopyRead) -> _Scan:
     )
 
 
-def _copy_parts(plan: _Plan, index: int, *, ordered: bool) -> list[str]:
-    """Return the SELECTs of a log read through its copy: the copy's rows, then its tail's.
+def _copy_parts(plan: _Plan, indexes: Iterable[int], *, ordered: bool) -> list[str]:
+    """Return the SELECTs of the logs read through their copies: the copies' rows, their tails'.
 
-    Their columns are those of `_read_sql` (and `_K` for a log whose attempts are counted).
+    Their columns are those of `_read_sql` (and `_K` for logs whose attempts are counted).
+    Copies of one layout whose attempts need no counting are read in one `read_parquet`.
     """
-    read, log = plan.copies[index], plan.logs[index]
-    counted = not plan.scans[index].is_simple
-    schema = plan.schema
+    together: dict[Any, list[int]] = {}
+    alone = []
+    for index in indexes:
+        read = plan.copies[index]
+        if plan.scans[index].is_simple:
+            layout = (tuple((n, tuple(c)) for n, c in read.copy.storage.items()), read.types)
+            together.setdefault(repr(layout), []).append(index)
+        else:
+            alone.append(index)
+    parts = [_copies_sql(plan, group, ordered=ordered) for group in together.values()]
+    parts += [_copies_sql(plan, [index], ordered=ordered) for index in alone]
+    return parts + [_tail_sql(plan, i, ordered=ordered) for i in indexes if plan.copies[i].tail]
+
+
+def _copies_sql(plan: _Plan, indexes: list[int], *, ordered: bool) -> str:
+    """Return the SELECT of the rows of the copies of *indexes*: one log whose attempts are
+    counted, or logs of one layout (their copies' storage columns and types) that need none.
+    """
+    reads = [plan.copies[index] for index in indexes]
+    first, schema = reads[0], plan.schema
+    patched = frozenset().union(*(read.patched for read in reads))
     line = f"({_ident(LINE)} + 1)"
 
     def value(name: str, kind: str) -> str:
-        return _copy_value(read.copy, read.types, read.patched, name, kind)
+        return _copy_value(first.copy, first.types, patched, name, kind)
 
     columns = [
         f"{value(name, schema.column_type(name))} AS {_ident(name)}"
@@ -426,26 +496,33 @@ def _copy_parts(plan: _Plan, index: int, *, ordered: bool) -> list[str]:
         if name != NONFINITE_KEY
     ]
     if NONFINITE_KEY in schema.kinds:  # null where the copy holds the values it restored
-        marks = value(NONFINITE_KEY, "JSON")
-        columns.append(f"{marks} AS {_ident(NONFINITE_KEY)}")
-    columns.append(f"{_literal(str(log.path))} AS {_FILE}")
+        columns.append(f"{value(NONFINITE_KEY, 'JSON')} AS {_ident(NONFINITE_KEY)}")
+    # the log of each copy: `<name>.jsonl` beside `<name>.parquet` (see _layout.copy_path)
+    columns.append(f"left(filename, length(filename) - {len(COPY_SUFFIX)}) || '.jsonl' AS {_FILE}")
     if ordered:
         columns.append(f"{line} AS {_ROW}")
-    if counted:  # a row's k: the run_start records at or before its line
-        whens = [f"WHEN {line} >= {row} THEN {k}" for k, row in enumerate(read.starts, 1)]
+    if not plan.scans[indexes[0]].is_simple:  # a row's k: the run_starts at or before its line
+        whens = [f"WHEN {line} >= {row} THEN {k}" for k, row in enumerate(first.starts, 1)]
         k = f"CASE {' '.join(reversed(whens))} ELSE 0 END" if whens else "0"
         columns.append(f"CAST({k} AS BIGINT) AS {_K}")
-    parts = [f"SELECT {', '.join(columns)} FROM read_parquet({_literal(str(read.copy.path))})"]
-    if read.tail is not None and read.tail_scan is not None:
-        make = _counted_sql if counted else _read_sql
-        inner = make(plan, [str(read.tail)], read.tail_scan.deep, ordered=ordered)
-        replace = [f"{_literal(str(log.path))} AS {_FILE}"]
-        if ordered:
-            replace.append(f"{_ROW} + {read.copy.covers_lines} AS {_ROW}")
-        if counted:
-            replace.append(f"{_K} + {len(read.starts)} AS {_K}")
-        parts.append(f"SELECT * REPLACE ({', '.join(replace)}) FROM ({inner})")
-    return parts
+    paths = _sql_list(str(read.copy.path) for read in reads)
+    return f"SELECT {', '.join(columns)} FROM read_parquet({paths}, filename=true)"
+
+
+def _tail_sql(plan: _Plan, index: int, *, ordered: bool) -> str:
+    """Return the SELECT of the rows of the tail after a log's copy, as rows of that log."""
+    read, log = plan.copies[index], plan.logs[index]
+    assert read.tail is not None
+    assert read.tail_scan is not None
+    counted = not plan.scans[index].is_simple
+    make = _counted_sql if counted else _read_sql
+    inner = make(plan, [str(read.tail)], read.tail_scan.deep, ordered=ordered)
+    replace = [f"{_literal(str(log.path))} AS {_FILE}"]
+    if ordered:
+        replace.append(f"{_ROW} + {read.copy.covers_lines} AS {_ROW}")
+    if counted:
+        replace.append(f"{_K} + {len(read.starts)} AS {_K}")
+    return f"SELECT * REPLACE ({', '.join(replace)}) FROM ({inner})"
 
 
 def _copy_value(
@@ -472,7 +549,7 @@ def _copy_value(
             value = f"CASE WHEN {nulls} THEN NULL ELSE {value} END"
         parts.append(value)
     for column in copy.storage.get(name, ()):
-        parts.append(_stored_value(_ident(column), types[column], kind))
+        parts.append(_stored_value(_ident(column), types.get(column, "str"), kind))
     if not parts:
         return f"CAST(NULL AS {kind})"
     return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
@@ -791,7 +868,7 @@ def _base_sql(plan: _Plan, *, superseded: bool, ordered: bool) -> str:
     schema = plan.schema
     parts = [_read_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=False)]
     parts += [_counted_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=True)]
-    parts += [sql for index in plan.copies for sql in _copy_parts(plan, index, ordered=ordered)]
+    parts += _copy_parts(plan, plan.copies, ordered=ordered)
     source = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     attempt = "coalesce(s.attempt, f.attempt)" if plan.counted else "f.attempt"
     columns = ["r.ts AS ts", "r.event AS event", "coalesce(f.label, r.run, f.run) AS run"]
@@ -824,12 +901,8 @@ def _latest_sql(plan: _Plan) -> str:
     A later attempt's record wins over an earlier one's at the same (event, step).
     """
     parts = [_counted_sql(plan, *group, ordered=False) for group in plan.reads(counted=True)]
-    parts += [
-        sql
-        for index in plan.copies
-        if not plan.scans[index].is_simple
-        for sql in _copy_parts(plan, index, ordered=False)
-    ]
+    counted_copies = [index for index in plan.copies if not plan.scans[index].is_simple]
+    parts += _copy_parts(plan, counted_copies, ordered=False)
     counted = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     return (
         f'SELECT {_FILE} AS file, event, CAST("step" AS DOUBLE) AS step, max({_K}) AS k '
@@ -926,6 +999,7 @@ def _plan(
             weakref.finalize(con, shutil.rmtree, folder[0], True)
         return folder[0]
 
+    _scan_copies(con, list(found.values()))
     copies = {
         i: read
         for i, copy in found.items()
