@@ -20,6 +20,9 @@ ORDER BY (``lag() OVER ()``, ``sum() OVER (ROWS UNBOUNDED PRECEDING)``): DuckDB 
 streaming windows over the scan in file order, with ``preserve_insertion_order`` on, which we
 set (DuckDB's "order preservation" guarantee; tests/test_query.py checks it over many
 attempts and two threads).
+
+A finished log with a Parquet copy that matches it is read from the copy and the JSONL after
+it (see "Parquet copies" below): same rows, columns and types as the JSONL alone gives.
 """
 
 from __future__ import annotations
