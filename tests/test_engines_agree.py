@@ -433,7 +433,8 @@ def test_a_hostile_log_reads_the_same_through_its_copy(
     _check_through_a_copy(path, reader)
 
 
-_values = _json_values | st.floats() | st.integers(min_value=-(2**70), max_value=2**70)
+_numbers = st.none() | st.floats() | st.integers(min_value=-(2**70), max_value=2**70)
+_values = _json_values | st.integers(min_value=-(2**70), max_value=2**70)
 _records = st.fixed_dictionaries(
     {
         "ts": st.floats(min_value=0, max_value=2e9),
@@ -441,7 +442,10 @@ _records = st.fixed_dictionaries(
         "step": st.none() | st.integers(min_value=0, max_value=5),
     },
     optional={
-        **{name: _values for name in ("loss", "cfg", "note", "big")},
+        # non-finite floats in a field of numbers: in a field that also holds other kinds of
+        # values, the JSONL's view has null for them, and a copy the float (docs/scale.md)
+        "loss": _numbers,
+        **{name: _values for name in ("cfg", "note", "big")},
         # Run writes these two as ints; an int in a block of floats reads as a float
         **{name: st.none() | st.integers(0, 5) for name in ("attempt", "resume_step")},
     },
