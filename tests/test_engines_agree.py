@@ -8,17 +8,33 @@ them here, in plain Python, as the reference the engines must match.
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import shutil
-from collections.abc import Iterator
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
+import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import runlines
+import runlines.sql
 from _logs import T0, line, write
+from runlines import RunlinesError
+from runlines.reading._parquet import compact, write_copy
+
+sys.path.insert(0, str(Path(__file__).parent / "reliability"))  # the reliability suite's logs
+from _reliability import examples
+from test_hostile_logs import HOSTILE, _json_values
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*skipped .* not a complete JSON object:runlines.RunlinesWarning",
@@ -180,3 +196,309 @@ def test_spark_reads_the_reference_records(spark: Any, logs: Path) -> None:
     rows = read(spark, str(logs / "exp*" / "*.jsonl")).collect()
 
     assert sorted((_key(r.asDict()) for r in rows), key=repr) == _reference(logs)
+
+
+# --- the same records through Parquet copies --------------------------------------------------
+#
+# Each engine reads a tree of logs twice: JSONL only, and with copies (`runlines compact`) in one
+# of four states: fresh; with a resumed attempt appended after them (the tail); stale (the log
+# rewritten since); foreign (a file at the copy's path that is no copy, or no Parquet at all).
+
+_ORDERED = "SELECT * FROM records ORDER BY ALL"
+_PER_ATTEMPT = (
+    "SELECT run, attempt, count(*) AS n, max(loss) AS loss, max(step) AS step FROM records "
+    "GROUP BY ALL ORDER BY ALL"
+)
+READERS: dict[str, Callable[..., Any]] = {
+    "load": runlines.load,
+    "load_duckdb": lambda *sources: runlines.load(*sources, engine="duckdb"),
+    "query": lambda *sources: runlines.query(_ORDERED, *sources),
+    "query_per_attempt": lambda *sources: runlines.query(_PER_ATTEMPT, *sources),
+}
+STATES = ("fresh", "tail", "stale", "foreign")
+_NOT_USED = "is not used"
+
+
+def _appended(root: Path) -> None:
+    """Append a resumed attempt that rewinds past the copy's records, and a torn line."""
+    with (root / "exp1" / "baseline.jsonl").open("ab") as log:
+        log.write(line("run_start", run="baseline", ts=T0 + 20, attempt=4, resume_step=0))
+        log.write(line("train", run="baseline", ts=T0 + 21, step=1, loss=0.25, tag="tail"))
+    with (root / "exp2" / "dist.jsonl").open("ab") as log:
+        log.write(line("train", run="dist", ts=T0 + 2, rank=0, step=2, loss=float("inf")))
+    with (root / "exp2" / "baseline.jsonl").open("ab") as log:
+        log.write(b'{"ts": 1767225699, "event": "tra')  # torn: a writer killed mid-line
+
+
+def _made_stale(root: Path) -> None:
+    """Rewrite a log's covered bytes, keeping its size: the copy no longer matches it."""
+    path = root / "exp2" / "dist.rank1.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"3.1", b"3.2"))
+
+
+def _with_state(root: Path, state: str, *, copies: bool) -> Path:
+    _awkward(root)
+    if copies:
+        compact(*_sources(root))
+    if state == "tail":
+        _appended(root)
+    elif state == "stale":
+        _made_stale(root)
+    elif state == "foreign" and copies:
+        (root / "exp2" / "baseline.parquet").write_bytes(b"PAR1 not a Parquet file")
+        pd.DataFrame({"a": [1]}).to_parquet(root / "exp1" / "baseline.parquet")
+    return root
+
+
+def _outcome(read: Callable[[], Any], root: Path) -> tuple[Any, list[str]]:
+    """Return what *read* returned (or its error's type) and its warnings, paths made relative."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result: Any = read()
+        except RunlinesError as err:
+            result = type(err)
+    said = [str(w.message).replace(str(root), "<root>") for w in caught]
+    return result, [text for text in said if "PySpark" not in text]
+
+
+def _assert_same(ours: Any, theirs: Any, *, ints_as_floats: bool = False) -> None:
+    """Assert two outcomes are the same: frames of the same columns, dtypes and values.
+
+    With *ints_as_floats*, an int in a JSON column may be the equal float (0.0 for 0).
+    """
+    if not isinstance(ours, pd.DataFrame):
+        assert ours == theirs
+    elif not ints_as_floats:
+        pd.testing.assert_frame_equal(ours, theirs, check_exact=True)
+    else:
+        assert list(ours.columns) == list(theirs.columns)
+        assert list(ours.dtypes) == list(theirs.dtypes)
+        for name in ours.columns:
+            assert [_value(v) for v in ours[name]] == [_value(v) for v in theirs[name]], name
+
+
+def _value(value: Any) -> Any:
+    """Return *value* comparable with ==: JSON text decoded, NaN and missing as markers."""
+    if isinstance(value, str) and value[:1] in '[{"-0123456789tfnNI':
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    if isinstance(value, dict):
+        return {key: _value(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        items = value.tolist() if hasattr(value, "tolist") else value
+        return [_value(item) for item in items] if isinstance(items, list) else _value(items)
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return "<missing>"
+    return value
+
+
+@pytest.fixture(name="trees", scope="module", params=STATES)
+def _trees(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    state = request.param
+    plain = _with_state(tmp_path_factory.mktemp(f"{state}-jsonl"), state, copies=False)
+    copied = _with_state(tmp_path_factory.mktemp(f"{state}-copies"), state, copies=True)
+    return state, plain, copied
+
+
+@pytest.mark.parametrize("reader", list(READERS))
+def test_each_engine_reads_the_same_through_copies(trees: Any, reader: str) -> None:
+    state, plain, copied = trees
+    read = READERS[reader]
+
+    ours, said = _outcome(lambda: read(*_sources(plain)), plain)
+    theirs, said_too = _outcome(lambda: read(*_sources(copied)), copied)
+
+    _assert_same(ours, theirs)
+    assert said == [text for text in said_too if _NOT_USED not in text]
+    assert _ignored(said_too) == _IGNORED.get(state, [])
+
+
+_IGNORED = {  # the copies each state leaves unusable: warned about once per read, then not read
+    "stale": ["<root>/exp2/dist.rank1.parquet"],
+    "foreign": ["<root>/exp1/baseline.parquet", "<root>/exp2/baseline.parquet"],
+}
+
+
+def _ignored(said: list[str]) -> list[str]:
+    return sorted(text.split()[0] for text in said if _NOT_USED in text)
+
+
+def _view_sql(*sources: Path) -> str:
+    with runlines.sql.connect(*sources) as con:
+        return _views_of(con)
+
+
+def _views_of(con: Any) -> str:
+    rows = con.sql("SELECT sql FROM duckdb_views() WHERE view_name LIKE '__runlines%'").fetchall()
+    return "\n".join(sql for (sql,) in rows)
+
+
+def test_the_view_reads_each_copy_and_not_the_jsonl_it_covers(tmp_path: Path) -> None:
+    root = _with_state(tmp_path, "fresh", copies=True)
+
+    sql = _view_sql(*_sources(root))
+
+    assert set(re.findall(r"'([^']+\.parquet)'", sql)) == {
+        str(path) for path in root.glob("exp*/*.parquet")
+    }
+    assert "read_json(" not in sql
+
+
+def test_the_view_reads_only_the_tail_after_a_copy(tmp_path: Path) -> None:
+    root = _with_state(tmp_path, "tail", copies=True)
+
+    sql = _view_sql(*_sources(root))
+
+    assert len(set(re.findall(r"'([^']+\.parquet)'", sql))) == 4
+    read = set(re.findall(r"read_json\(list_value\('([^']+)'\)", sql))
+    assert len(read) == 3  # the three tails, each in a file of its own
+    assert not read & {str(path) for path in root.glob("exp*/*.jsonl")}
+
+
+def test_a_connection_removes_the_tails_it_wrote_when_it_goes(tmp_path: Path) -> None:
+    root = _with_state(tmp_path, "tail", copies=True)
+    con = runlines.sql.connect(*_sources(root))
+    sql = _views_of(con)
+    tails = {Path(p) for p in re.findall(r"read_json\(list_value\('([^']+)'\)", sql)}
+    assert tails
+    assert all(path.is_file() for path in tails)
+
+    con.close()
+    del con
+
+    assert not any(path.exists() for path in tails)
+
+
+def test_a_nested_non_finite_float_comes_back_from_a_copy_as_load_reads_it(tmp_path: Path) -> None:
+    log = write(
+        tmp_path / "e.jsonl",
+        line("eval", run="e", step=1, scores={"top1": 0.9, "top5": -math.inf}),
+        line("eval", run="e", step=2, scores={"top1": 0.8, "top5": 0.7}),
+    )
+    sql = "SELECT typeof(scores) AS kind, scores.top5 AS top5 FROM records ORDER BY step"
+    jsonl = runlines.query(sql, log)
+
+    write_copy(log)
+
+    copied = runlines.query(sql, log)
+    assert copied.kind.tolist() == jsonl.kind.tolist()
+    assert jsonl.top5.isna().tolist() == [True, False]  # the JSONL's null
+    assert copied.top5.tolist() == [-math.inf, 0.7]
+    assert runlines.load(log).scores[0] == {"top1": 0.9, "top5": -math.inf}
+
+
+# The hostile logs where DuckDB's JSON reader and load() (so, the copy) read a line differently:
+# there the copy gives load()'s reading.
+_READ_OTHERWISE = {
+    ("duplicate_keys", "query"): "DuckDB keeps a key's first value, load() its last",
+    ("duplicate_keys", "load_duckdb"): "DuckDB keeps a key's first value, load() its last",
+    ("odd_types", "query"): "a `_nonfinite` mark on a value that is not null: load() follows it",
+}
+
+
+def _hostile_cases() -> list[Any]:
+    cases = []
+    for name in HOSTILE:
+        for reader in ("query", "load_duckdb"):
+            reason = _READ_OTHERWISE.get((name, reader))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            cases.append(pytest.param(name, reader, marks=marks, id=f"{name}-{reader}"))
+    return cases
+
+
+def _check_through_a_copy(path: Path, reader: str, *, ints_as_floats: bool = False) -> None:
+    read = READERS[reader]
+    ours, said = _outcome(lambda: read(path), path.parent)
+    try:
+        written = write_copy(path)
+    except RunlinesError:
+        return  # no copy of what cannot be read
+    theirs, said_too = _outcome(lambda: read(path), path.parent)
+    if written is not None:
+        written.unlink()
+    _assert_same(ours, theirs, ints_as_floats=ints_as_floats)
+    assert said == said_too
+
+
+@pytest.mark.parametrize(("name", "reader"), _hostile_cases())
+def test_a_hostile_log_reads_the_same_through_its_copy(
+    tmp_path: Path, name: str, reader: str
+) -> None:
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(HOSTILE[name]())
+
+    _check_through_a_copy(path, reader)
+
+
+_numbers = st.none() | st.floats() | st.integers(min_value=-(2**70), max_value=2**70)
+_values = _json_values | st.integers(min_value=-(2**70), max_value=2**70)
+_records = st.fixed_dictionaries(
+    {
+        "ts": st.floats(min_value=0, max_value=2e9),
+        "event": st.sampled_from(["run_start", "train", "eval", "span"]),
+        "step": st.none() | st.integers(min_value=0, max_value=5),
+    },
+    optional={
+        # non-finite floats in a field of numbers: in a field that also holds other kinds of
+        # values, the JSONL's view has null for them, and a copy the float (docs/scale.md)
+        "loss": _numbers,
+        **{name: _values for name in ("cfg", "note", "big")},
+        # Run writes these two as ints; an int in a block of floats reads as a float
+        **{name: st.none() | st.integers(0, 5) for name in ("attempt", "resume_step")},
+    },
+)
+
+
+@settings(
+    max_examples=examples(25, 400),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(records=st.lists(_records, min_size=1, max_size=8), reader=st.sampled_from(["query",
+       "load_duckdb"]))  # fmt: skip
+def test_records_as_run_writes_them_read_the_same_through_a_copy(
+    records: list[dict[str, Any]], reader: str
+) -> None:
+    """Any values, in Run's line format (non-finite floats as null with `_nonfinite` marks)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = write(Path(tmp) / "h.jsonl", *(line(run="h", **record) for record in records))
+
+        # an int that pyarrow read in a block of floats is a float in the copy, as in load()
+        _check_through_a_copy(path, reader, ints_as_floats=True)
+
+
+def _spark_read(spark: Any, root: Path) -> tuple[Any, list[str]]:
+    """Return the schema and the sorted rows of `runlines.spark.read` over the tree's logs."""
+    from runlines.spark import read
+
+    frame = read(spark, str(root / "exp*" / "*.jsonl"))
+    rows = sorted(repr(sorted(row.asDict(recursive=True).items())) for row in frame.collect())
+    return frame.schema, rows
+
+
+def test_spark_reads_the_same_through_copies(spark: Any, trees: Any) -> None:
+    state, plain, copied = trees
+
+    ours, said = _outcome(lambda: _spark_read(spark, plain), plain)
+    theirs, said_too = _outcome(lambda: _spark_read(spark, copied), copied)
+
+    assert ours[0] == theirs[0]
+    assert ours[1] == theirs[1]
+    assert said == [text for text in said_too if _NOT_USED not in text]
+    assert _ignored(said_too) == _IGNORED.get(state, [])
+
+
+def test_spark_reads_each_copy_and_only_the_tail_after_it(spark: Any, tmp_path: Path) -> None:
+    from runlines.spark import read
+
+    root = _with_state(tmp_path, "tail", copies=True)
+
+    files = [unquote(urlparse(uri).path) for uri in read(spark, str(root / "exp*")).inputFiles()]
+
+    assert sorted(Path(f).name for f in files if f.endswith(".parquet")) == [
+        "baseline.parquet", "baseline.parquet", "dist.parquet", "dist.rank1.parquet"
+    ]  # fmt: skip
+    assert not [f for f in files if f.startswith(str(root)) and f.endswith(".jsonl")]

@@ -15,11 +15,16 @@ Each contender runs in a subprocess of its own, started by a small wrapper proce
 wrapper's resource.getrusage(RUSAGE_CHILDREN).ru_maxrss is that contender's peak RSS alone.
 With --load-sizes it also times runlines.load against runlines.sql.load_duckdb on one folder of
 10 runs per size: where DuckDB starts to pay off for load().
+
+With --copy-records N (e.g. 1000000) it also writes one finished run of N records, and the same
+log with its Parquet copy (`runlines compact`), and times two queries on each, side by side:
+an aggregation (max loss per run) and a full SELECT * into pandas. The ratios are copy / JSONL.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -50,6 +55,10 @@ CONTENDERS = {
         " df = load(sys.argv[1], event='train_step');"
         " print(len(df.groupby(['run', 'epoch']).loss.mean()))"
     ),
+}
+COPY_QUERIES = {
+    "max(loss) GROUP BY run": "SELECT run, max(loss) AS loss FROM records GROUP BY run",
+    "SELECT *": "SELECT * FROM records",
 }
 LOADERS = {
     "runlines.load": "import sys; from runlines.reading import load; print(len(load(sys.argv[1])))",
@@ -169,6 +178,43 @@ def table(title: str, results: dict[str, list[Measure]], baseline: str) -> str:
     return "\n".join(lines)
 
 
+def copy_table(root: Path, records: int, repeat: int) -> str:
+    """Return the table of each query of COPY_QUERIES on one run, JSONL only and with its copy."""
+    from runlines.reading._parquet import compact
+
+    plain, copied = root / f"jsonl-{records}", root / f"copy-{records}"
+    if not plain.exists():
+        write_runs(plain, 1, records)
+    if not copied.exists():
+        copied.mkdir()
+        shutil.copy2(plain / "run-0000.jsonl", copied / "run-0000.jsonl")
+        compact(copied)
+    sizes = [sum(p.stat().st_size for p in folder.iterdir()) for folder in (plain, copied)]
+    lines = [
+        f"### One finished run of {records:,} records: query through its copy vs JSONL only",
+        "",
+        f"JSONL {sizes[0] / 1e6:,.0f} MB; with the copy beside it {sizes[1] / 1e6:,.0f} MB",
+        "",
+        "| query | JSONL (s) | copy (s) | time copy / JSONL | JSONL peak (MB) | copy peak (MB) "
+        "| memory copy / JSONL | rows |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, sql in COPY_QUERIES.items():
+        code = (
+            f"import sys; from runlines.sql import query; print(len(query({sql!r}, sys.argv[1])))"
+        )
+        pairs = [(measure(code, plain), measure(code, copied)) for _ in range(repeat)]
+        jsonl = statistics.median(a.wall_s for a, _ in pairs)
+        copy = statistics.median(b.wall_s for _, b in pairs)
+        jsonl_mb = statistics.median(a.peak_mb for a, _ in pairs)
+        copy_mb = statistics.median(b.peak_mb for _, b in pairs)
+        lines.append(
+            f"| {name} | {jsonl:.2f} | {copy:.2f} | {copy / jsonl:.2f}x | {jsonl_mb:,.0f} | "
+            f"{copy_mb:,.0f} | {copy_mb / jsonl_mb:.2f}x | {pairs[-1][1].output} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
@@ -177,9 +223,16 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="write (or reuse) the logs in this folder")
     parser.add_argument("--skip-pandas", action="store_true", help="leave out pd.read_json")
     parser.add_argument("--load-sizes", default="", help="e.g. 100000,1000000,3000000")
+    parser.add_argument("--copy-records", type=int, default=0, help="e.g. 1000000")
+    parser.add_argument("--copies-only", action="store_true", help="only the copy table")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         root = args.keep or Path(scratch)
+        if args.copy_records:
+            print(copy_table(root, args.copy_records, args.repeat))
+            print()
+        if args.copies_only:
+            return
         folder = root / f"runs-{args.runs}-{args.records}"
         if not folder.exists():
             size = write_runs(folder, args.runs, args.records)

@@ -20,17 +20,23 @@ ORDER BY (``lag() OVER ()``, ``sum() OVER (ROWS UNBOUNDED PRECEDING)``): DuckDB 
 streaming windows over the scan in file order, with ``preserve_insertion_order`` on, which we
 set (DuckDB's "order preservation" guarantee; tests/test_query.py checks it over many
 attempts and two threads).
+
+A finished log with a Parquet copy that matches it is read from the copy and the JSONL after
+it (see "Parquet copies" below): same rows, columns and types as the JSONL alone gives.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import json
 import os
+import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Iterable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +45,9 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 import orjson
 
 from runlines._encoding import NONFINITE_KEY, restore_nonfinite
+from runlines._layout import COPY_SUFFIX
 from runlines.errors import FieldError, QueryError, ReadError, RunlinesWarning
+from runlines.reading._copies import LINE, NULLS, PATCH, Copy, usable_copy, write_tail
 from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._rules import attempt_numbers, event_names, step_cutoffs
 
@@ -145,42 +153,50 @@ GROUP BY ALL
 """
 
 
-def _cache_key(log: LogFile, events: bool) -> tuple[str, int, int, bool]:
+def _cache_key(path: Path, events: bool) -> tuple[str, int, int, bool]:
     try:
-        stat = log.path.stat()
+        stat = path.stat()
     except OSError as err:
-        msg = f"cannot read log {log.path}: {err.strerror or err}; check the path"
-        raise ReadError(msg, str(log.path)) from err
-    return (str(log.path.resolve()), stat.st_size, stat.st_mtime_ns, events)
+        msg = f"cannot read log {path}: {err.strerror or err}; check the path"
+        raise ReadError(msg, str(path)) from err
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, events)
 
 
 def _discover(
-    con: duckdb.DuckDBPyConnection, logs: Sequence[LogFile], *, events: bool
+    con: duckdb.DuckDBPyConnection, paths: Sequence[Path], *, events: bool, cache: bool = True
 ) -> list[_Scan]:
-    """Return the scan of each log, reading only those not cached (or changed since)."""
-    keys = [_cache_key(log, events) for log in logs]
-    todo = {str(log.path): key for log, key in zip(logs, keys, strict=True) if key not in _scans}
+    """Return the scan of each file, reading only those not cached (or changed since).
+
+    Without *cache*, the scans are not kept: for files read once, such as a log's tail.
+    """
+    keys = [_cache_key(path, events) for path in paths]
+    todo = {str(path): key for path, key in zip(paths, keys, strict=True) if key not in _scans}
+    found: dict[str, list[tuple[Any, ...]]] = {path: [] for path in todo}
     if todo:
         event = "json_extract_string(json, '$.event')" if events else "NULL::VARCHAR"
         sql = _DISCOVER_SQL.format(files=_sql_list(list(todo)), event=event, depth=_MAX_DEPTH)
-        found: dict[str, list[tuple[Any, ...]]] = {path: [] for path in todo}
         for row in con.execute(sql).fetchall():
             found[row[0]].append(row[1:])
-        for path, key in todo.items():
-            _scans[key] = _scan_of(found[path])
-    return [_scans[key] for key in keys]
+    scans = {key: _scan_of(found[path]) for path, key in todo.items()}
+    if cache:
+        _scans.update(scans)
+    return [scans[key] if key in scans else _scans[key] for key in keys]
 
 
 def _scan_of(groups: list[tuple[Any, ...]]) -> _Scan:
     objects = [group for group in groups if group[1] is not None and group[1].startswith("{")]
-    shapes = tuple((event, shape, int(n), int(first)) for event, shape, n, first, *_ in objects)
     base = min((int(group[3]) for group in groups), default=1)  # the file's first row
-    deep = sorted(
-        int(found["row"])
+    too_deep = [
+        [int(found["row"]) for found in candidates or () if _too_deep(found["text"])]
         for *_, candidates in objects
-        for found in candidates or ()
-        if _too_deep(found["text"])
+    ]
+    # the view skips the records nested too deep: their shapes are not the schema's
+    shapes = tuple(
+        (event, shape, int(n) - len(rows), int(first))
+        for (event, shape, n, first, *_), rows in zip(objects, too_deep, strict=True)
+        if int(n) > len(rows)
     )
+    deep = sorted(row for rows in too_deep for row in rows)
     skipped = set(deep)
     starts = [
         _Start(int(s["row"]), _json_value(s["attempt"]), _json_value(s["resume_step"]))
@@ -204,6 +220,350 @@ def _too_deep(text: str) -> bool:
 
 def _json_value(text: str | None) -> Any:
     return None if text is None else orjson.loads(text)
+
+
+# --- Parquet copies --------------------------------------------------------------------------
+#
+# A log with a copy that matches it is read from the copy (`read_parquet`), each field mapped
+# from its storage columns and `__patch` (see reading/_copies.py), and from a file holding the
+# log's bytes after the copy (the tail), read as any JSONL. The copy's shapes come from one
+# grouping pass over its columns' validity, in place of the first pass over the JSONL, and
+# give the same kinds: a field a line holds as null (`__nulls`) is null there, also where
+# Python restored a non-finite float, which the line marks in `_nonfinite`.
+
+_STORED: Final = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
+
+# `valid`: bit i of word i // 63 is storage column i's validity; `strings` reads the strings
+# (DuckDB checks they are UTF-8 as it reads them)
+_COPY_SHAPES_SQL: Final = """
+SELECT filename, {event} AS event, [{valid}] AS valid, json_structure({patch}) AS patch,
+       {nulls} AS nulls, count(*) AS n, min({line}) + 1 AS first_row, [{strings}] AS strings
+FROM read_parquet({path}, filename=true) GROUP BY ALL
+"""
+_BITS: Final = 63
+# the value kind of each Parquet physical type a copy's storage columns have (strings: bytes)
+_PARQUET_KINDS: Final = {"INT64": "int", "DOUBLE": "float", "BOOLEAN": "bool", "BYTE_ARRAY": "str"}
+_COPY_STARTS_SQL: Final = """
+SELECT filename, {line} + 1, CAST({attempt} AS VARCHAR), CAST({resume} AS VARCHAR)
+FROM read_parquet({path}, filename=true) WHERE {event} = 'run_start' ORDER BY 1, 2
+"""
+
+# (copy's resolved path, size, mtime_ns) -> its scan and the fields some row's patch holds,
+# or None for a copy DuckDB cannot read
+_copy_scans: dict[tuple[str, int, int], tuple[_Scan, frozenset[str], dict[str, str]] | None] = {}
+
+
+def _read_through_copy(
+    con: duckdb.DuckDBPyConnection, copy: Copy, tails: Callable[[], Path], *, events: bool
+) -> _CopyRead | None:
+    """Return how to read *copy*'s log: the copy's scan, and its tail written to a file.
+
+    None for a copy that DuckDB refuses: strings that are not UTF-8, which DuckDB's JSON
+    reader skips in the log (and load() reads). The log is then read from its JSONL alone.
+    """
+    found = _copy_scans[_copy_key(copy)]
+    if found is None:
+        return None
+    scan, patched, types = found
+    tail = tail_scan = None
+    if copy.has_tail:
+        tail = write_tail(copy, tails())
+        tail_scan = _discover(con, [tail], events=events, cache=False)[0]
+    return _CopyRead(copy, scan, patched, types, tail, tail_scan)
+
+
+def _copy_key(copy: Copy) -> tuple[str, int, int]:
+    return _cache_key(copy.path, False)[:3]
+
+
+def _scan_copies(con: duckdb.DuckDBPyConnection, copies: Sequence[Copy]) -> None:
+    """Scan the *copies* not scanned yet: one pass over all copies of one layout (the same
+    fields in the same storage columns and types, as a sweep's runs have), into `_copy_scans`.
+    """
+    todo = {key: copy for copy in copies if (key := _copy_key(copy)) not in _copy_scans}
+    if not todo:
+        return
+    paths = _sql_list(str(copy.path) for copy in todo.values())
+    types: dict[str, dict[str, str]] = {}
+    for path, name, kind in con.execute(
+        f"SELECT file_name, name, type FROM parquet_schema({paths})"
+    ).fetchall():
+        types.setdefault(path, {})[name] = _PARQUET_KINDS.get(kind, "str")
+    layouts: dict[Any, list[tuple[tuple[str, int, int], Copy]]] = {}
+    for key, copy in todo.items():
+        held = types.get(str(copy.path), {})
+        layout = (tuple((n, tuple(c)) for n, c in copy.storage.items()), tuple(held.items()))
+        layouts.setdefault(layout, []).append((key, copy))
+    error = _import_duckdb("query()").Error
+    for members in layouts.values():
+        group = [copy for _, copy in members]
+        scanned: list[tuple[_Scan, frozenset[str], dict[str, str]] | None]
+        try:
+            scanned = [*_copy_scan(con, group, types.get(str(group[0].path), {}))]
+        except error:  # one copy DuckDB refuses: find it, read the others through theirs
+            scanned = [_copy_scan_or_none(con, [copy], types) for copy in group]
+        for (key, _), result in zip(members, scanned, strict=True):
+            _copy_scans[key] = result
+
+
+def _copy_scan_or_none(
+    con: duckdb.DuckDBPyConnection, copies: list[Copy], types: dict[str, dict[str, str]]
+) -> tuple[_Scan, frozenset[str], dict[str, str]] | None:
+    try:
+        return _copy_scan(con, copies, types.get(str(copies[0].path), {}))[0]
+    except _import_duckdb("query()").Error:
+        return None
+
+
+def _copy_scan(
+    con: duckdb.DuckDBPyConnection, copies: list[Copy], types: dict[str, str]
+) -> list[tuple[_Scan, frozenset[str], dict[str, str]]]:
+    """Return the scan of each of *copies* (rows are log lines, from 1), its patched fields,
+    and the kind of each storage column: copies of one layout, in one pass over them all.
+    """
+    copy = copies[0]
+    columns = [(name, c, types.get(c, "str")) for name, held in copy.storage.items() for c in held]
+    validity = [
+        " + ".join(
+            f"CASE WHEN {_ident(c)} IS NOT NULL THEN {1 << bit}::BIGINT ELSE 0 END"
+            for bit, (_, c, _) in enumerate(columns[first : first + _BITS])
+        )
+        for first in range(0, len(columns), _BITS)
+    ]
+    strings = [f"max(strlen({_ident(c)}))" for _, c, kind in columns if kind == "str"]
+    event_sql = _copy_value(copy, types, None, "event", "VARCHAR")
+    paths = _sql_list(str(c.path) for c in copies)
+    sql = _COPY_SHAPES_SQL.format(
+        event=event_sql,
+        valid=", ".join(validity),
+        strings=", ".join(strings),
+        patch=_ident(PATCH),
+        nulls=_ident(NULLS),
+        line=_ident(LINE),
+        path=paths,
+    )
+    groups: dict[str, list[tuple[Any, ...]]] = {str(c.path): [] for c in copies}
+    for path, event, words, *rest in con.execute(sql).fetchall():
+        groups[path].append((event, _bits(words, len(columns)), *rest))
+    starts: dict[str, list[_Start]] = {str(c.path): [] for c in copies}
+    if any(group[0] == "run_start" for found in groups.values() for group in found):
+        sql = _COPY_STARTS_SQL.format(
+            line=_ident(LINE),
+            attempt=_copy_value(copy, types, None, "attempt", "JSON"),
+            resume=_copy_value(copy, types, None, "resume_step", "JSON"),
+            event=event_sql,
+            path=paths,
+        )
+        for path, row, attempt, resume in con.execute(sql).fetchall():
+            starts[path].append(_Start(int(row), _loose_json(attempt), _loose_json(resume)))
+    return [
+        _copy_result(c, columns, groups[str(c.path)], starts[str(c.path)], types) for c in copies
+    ]
+
+
+def _copy_result(
+    copy: Copy,
+    columns: list[tuple[str, str, str]],
+    groups: list[tuple[Any, ...]],
+    starts: list[_Start],
+    types: dict[str, str],
+) -> tuple[_Scan, frozenset[str], dict[str, str]]:
+    groups = sorted(groups, key=lambda group: int(group[5]))
+    patched = frozenset(
+        name for group in groups if group[2] for name in _object_keys(orjson.loads(group[2]))
+    )
+    order = _key_order(copy)
+    shapes = tuple(
+        (event, _copy_shape(order, columns, valid, patch, nulls), int(n), int(first))
+        for event, valid, patch, nulls, n, first, _ in groups
+    )
+    first = min((shape[3] for shape in shapes), default=0)
+    return _Scan(shapes, first, tuple(starts), copy.deep_lines), patched, types
+
+
+def _bits(words: list[int], count: int) -> list[bool]:
+    """Return the validity of *count* storage columns from their words of `_BITS` bits."""
+    return [bool(words[i // _BITS] >> (i % _BITS) & 1) for i in range(count)]
+
+
+def _key_order(copy: Copy) -> list[str]:
+    """Return the copy's fields by where their first value is: the JSONL's order for `_schema`.
+
+    In the shape of a group's first line, the fields whose first value is in that line then
+    come in their places in it.
+    """
+    return sorted(copy.first_values, key=copy.first_values.__getitem__)
+
+
+def _copy_shape(
+    order: list[str],
+    columns: list[tuple[str, str, str]],
+    valid: list[bool],
+    patch: str | None,
+    nulls: list[str] | None,
+) -> str:
+    """Return the ``json_structure`` a group of the copy's rows had in the JSONL."""
+    patched = orjson.loads(patch) if patch else {}
+    if not isinstance(patched, dict):  # json_structure says "JSON" for an empty object
+        patched = {}
+    held = [(name, kind) for (name, _, kind), ok in zip(columns, valid, strict=True) if ok]
+    stored = dict(reversed(held))  # a field's first storage column with a value
+    null = set(nulls or ())
+    names = dict.fromkeys([*order, *stored, *patched, *(nulls or ())])
+    structure: dict[str, Any] = {}
+    # a restored non-finite float: the line held null, and marked it (a number in the patch)
+    marks = {"/" + _escaped(name): "VARCHAR" for name in null if patched.get(name) == "DOUBLE"}
+    for name in names:
+        if name in null:
+            structure[name] = "NULL"  # the line's value: a non-finite float is marked instead
+        elif name in patched:
+            structure[name] = patched[name]
+        elif name in stored:
+            structure[name] = _STORED.get(stored[name], "JSON")
+    if marks:
+        structure[NONFINITE_KEY] = marks
+    return orjson.dumps(structure).decode()
+
+
+def _object_keys(structure: Any) -> list[str]:
+    return list(structure) if isinstance(structure, dict) else []
+
+
+def _loose_json(text: str | None) -> Any:
+    """Return the value of JSON *text*, which may hold NaN and Infinity as Python writes them."""
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+def _escaped(name: str) -> str:
+    """Return *name* as a key in a JSON pointer."""
+    return name.replace("~", "~0").replace("/", "~1")
+
+
+def _scan_through_copy(read: _CopyRead) -> _Scan:
+    """Return the scan of a log read through its copy: the copy's, then its tail's after it.
+
+    The tail's rows follow the copy's lines: only their order matters.
+    """
+    scan, tail = read.scan, read.tail_scan
+    if tail is None:
+        return scan
+    at = read.copy.covers_lines
+    return _Scan(
+        scan.shapes + tuple((e, shape, n, at + first) for e, shape, n, first in tail.shapes),
+        scan.first_row if scan.shapes else at + tail.first_row,
+        scan.starts + tuple(_Start(at + s.row, s.attempt, s.resume_step) for s in tail.starts),
+        scan.deep + tuple(at + row for row in tail.deep),
+    )
+
+
+def _copy_parts(plan: _Plan, indexes: Iterable[int], *, ordered: bool) -> list[str]:
+    """Return the SELECTs of the logs read through their copies: the copies' rows, their tails'.
+
+    Their columns are those of `_read_sql` (and `_K` for logs whose attempts are counted).
+    Copies of one layout whose attempts need no counting are read in one `read_parquet`.
+    """
+    together: dict[Any, list[int]] = {}
+    alone = []
+    for index in indexes:
+        read = plan.copies[index]
+        if plan.scans[index].is_simple:
+            layout = (tuple((n, tuple(c)) for n, c in read.copy.storage.items()), read.types)
+            together.setdefault(repr(layout), []).append(index)
+        else:
+            alone.append(index)
+    parts = [_copies_sql(plan, group, ordered=ordered) for group in together.values()]
+    parts += [_copies_sql(plan, [index], ordered=ordered) for index in alone]
+    return parts + [_tail_sql(plan, i, ordered=ordered) for i in indexes if plan.copies[i].tail]
+
+
+def _copies_sql(plan: _Plan, indexes: list[int], *, ordered: bool) -> str:
+    """Return the SELECT of the rows of the copies of *indexes*: one log whose attempts are
+    counted, or logs of one layout (their copies' storage columns and types) that need none.
+    """
+    reads = [plan.copies[index] for index in indexes]
+    first, schema = reads[0], plan.schema
+    patched = frozenset().union(*(read.patched for read in reads))
+    line = f"({_ident(LINE)} + 1)"
+
+    def value(name: str, kind: str) -> str:
+        return _copy_value(first.copy, first.types, patched, name, kind)
+
+    columns = [
+        f"{value(name, schema.column_type(name))} AS {_ident(name)}"
+        for name in schema.kinds
+        if name != NONFINITE_KEY
+    ]
+    if NONFINITE_KEY in schema.kinds:  # null where the copy holds the values it restored
+        columns.append(f"{value(NONFINITE_KEY, 'JSON')} AS {_ident(NONFINITE_KEY)}")
+    # the log of each copy: `<name>.jsonl` beside `<name>.parquet` (see _layout.copy_path)
+    columns.append(f"left(filename, length(filename) - {len(COPY_SUFFIX)}) || '.jsonl' AS {_FILE}")
+    if ordered:
+        columns.append(f"{line} AS {_ROW}")
+    if not plan.scans[indexes[0]].is_simple:  # a row's k: the run_starts at or before its line
+        whens = [f"WHEN {line} >= {row} THEN {k}" for k, row in enumerate(first.starts, 1)]
+        k = f"CASE {' '.join(reversed(whens))} ELSE 0 END" if whens else "0"
+        columns.append(f"CAST({k} AS BIGINT) AS {_K}")
+    paths = _sql_list(str(read.copy.path) for read in reads)
+    return f"SELECT {', '.join(columns)} FROM read_parquet({paths}, filename=true)"
+
+
+def _tail_sql(plan: _Plan, index: int, *, ordered: bool) -> str:
+    """Return the SELECT of the rows of the tail after a log's copy, as rows of that log."""
+    read, log = plan.copies[index], plan.logs[index]
+    assert read.tail is not None
+    assert read.tail_scan is not None
+    counted = not plan.scans[index].is_simple
+    make = _counted_sql if counted else _read_sql
+    inner = make(plan, [str(read.tail)], read.tail_scan.deep, ordered=ordered)
+    replace = [f"{_literal(str(log.path))} AS {_FILE}"]
+    if ordered:
+        replace.append(f"{_ROW} + {read.copy.covers_lines} AS {_ROW}")
+    if counted:
+        replace.append(f"{_K} + {len(read.starts)} AS {_K}")
+    return f"SELECT * REPLACE ({', '.join(replace)}) FROM ({inner})"
+
+
+def _copy_value(
+    copy: Copy, types: dict[str, str], patched: frozenset[str] | None, name: str, kind: str
+) -> str:
+    """Return the SQL of field *name* as DuckDB type *kind* in a row of *copy*.
+
+    A row's patch holds its exact value when there is one (an int beyond 64 bits, a restored
+    non-finite float: kept only where the view restores it, in DOUBLE columns), else the
+    storage column of its type. *patched* None: the patch is looked into whatever it holds.
+    """
+    parts = []
+    if patched is None or name in patched:
+        pointer = _literal("/" + _escaped(name))
+        value = f"json_extract({_ident(PATCH)}, {pointer})"
+        if kind == "JSON":
+            value = f"nullif({value}, 'null')"
+        elif kind == "VARCHAR":
+            value = f"json_extract_string({_ident(PATCH)}, {pointer})"
+        else:
+            value = f"TRY_CAST({value} AS {kind})"
+        if kind != "DOUBLE":  # a line's null stands, as in the view of the JSONL
+            nulls = f"list_contains({_ident(NULLS)}, {_literal(name)})"
+            value = f"CASE WHEN {nulls} THEN NULL ELSE {value} END"
+        parts.append(value)
+    for column in copy.storage.get(name, ()):
+        parts.append(_stored_value(_ident(column), types.get(column, "str"), kind))
+    if not parts:
+        return f"CAST(NULL AS {kind})"
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+def _stored_value(column: str, stored: str, kind: str) -> str:
+    if kind == "JSON":
+        return f"to_json({column})"
+    if _STORED.get(stored) == kind:
+        return column
+    return f"TRY_CAST({column} AS {kind})"
 
 
 # --- kinds and column types ------------------------------------------------------------------
@@ -296,16 +656,22 @@ class _Schema:
 def _schema(
     scans: Sequence[_Scan], events: Sequence[str] | None, *, nested_as_json: bool
 ) -> _Schema:
-    """Merge the shapes of *scans* (of *events* only, when given) into one schema."""
+    """Merge the shapes of *scans* (of *events* only, when given) into one schema.
+
+    The fields come in `runlines.load`'s order: the commonest first (a non-finite float counts
+    as a value), fields as common as each other in the order the logs first hold a value for
+    them (by line, then place in the line), fields only ever null last, by name.
+    """
     kinds: dict[str, Kind] = {}
     counts: dict[str, int] = {}
+    first: dict[str, tuple[int, int, int]] = {}  # (scan, line, place) of a field's first value
     seen_events: set[str] = set()
     ordered = sorted(
         ((i, shape) for i, scan in enumerate(scans) for shape in scan.shapes),
         key=lambda item: (item[0], item[1][3]),
     )
     shapes: list[set[str]] = []  # the names with a value, per shape read
-    for _, (event, shape, count, _) in ordered:
+    for scan, (event, shape, count, row) in ordered:
         try:
             structure = orjson.loads(shape)
         except orjson.JSONDecodeError:  # nested too deep: the view skips these records
@@ -315,18 +681,23 @@ def _schema(
         if events is not None and event not in events:
             continue
         shapes.append(set())
-        for name, value in structure.items():
+        marked = _marked(structure.get(NONFINITE_KEY))
+        for place, (name, value) in enumerate(structure.items()):
             kind = _kind(value)
             kinds[name] = _merge(kinds.get(name, "null"), kind)
-            counts[name] = counts.get(name, 0) + (count if kind != "null" else 0)
+            counts.setdefault(name, 0)
             if kind != "null":
                 shapes[-1].add(name)
+            if kind != "null" or name in marked:
+                counts[name] += count
+                first[name] = min(first.get(name, (scan, row, place)), (scan, row, place))
     for name in _FIRST:
         kinds.setdefault(name, "null")
     nonfinite = kinds.get(NONFINITE_KEY)
     pointers = nonfinite[1] if isinstance(nonfinite, tuple) and nonfinite[0] == "object" else {}
-    names = _usable_names(kinds, counts)
-    rest = sorted((n for n in names if n not in _FIRST), key=lambda n: -counts.get(n, 0))
+    names = [name for name in _usable_names(kinds, counts) if name not in _FIRST]
+    held = sorted((n for n in names if counts[n]), key=lambda n: (-counts[n], first[n]))
+    rest = held + sorted(n for n in names if not counts[n])
     return _Schema(
         {name: kinds[name] for name in (*_FIRST, *rest)},
         frozenset(_top_level_field(p) for p in pointers if p.count("/") == 1),
@@ -334,6 +705,13 @@ def _schema(
         nested_as_json,
         _present(shapes, [*_FIRST, *rest]),
     )
+
+
+def _marked(marks: Any) -> set[str]:
+    """Return the top-level fields that a record's `_nonfinite` structure marks."""
+    if not isinstance(marks, dict):
+        return set()
+    return {_top_level_field(pointer) for pointer in marks if pointer.count("/") == 1}
 
 
 def _present(shapes: list[set[str]], names: list[str]) -> tuple[str, ...]:
@@ -398,13 +776,35 @@ def _pointer_path(pointer: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class _CopyRead:
+    """How the view reads one log through its Parquet copy: the copy, then the tail file."""
+
+    copy: Copy
+    scan: _Scan  # of the copy's records; rows are the log's lines, from 1
+    patched: frozenset[str]  # the fields that some row's `__patch` holds
+    types: dict[str, str]  # each storage column's kind: int, float, str or bool
+    tail: Path | None  # the log's bytes after the copy, in a file of their own
+    tail_scan: _Scan | None
+
+    @property
+    def starts(self) -> list[int]:
+        """The lines of the copy's run_start records."""
+        return [start.row for start in self.scan.starts]
+
+
+@dataclass(frozen=True, slots=True)
 class _Plan:
-    """The files to read, split by whether their attempts need counting, and the schema."""
+    """The files to read, split by whether their attempts need counting, and the schema.
+
+    A log read through its copy has its scan merged from the copy's and its tail's, in lines
+    of the whole log, and its entry in *copies* (by its index in *logs*).
+    """
 
     logs: list[LogFile]
     scans: list[_Scan]
     schema: _Schema
     has_rank: bool
+    copies: dict[int, _CopyRead]
 
     @property
     def counted(self) -> list[str]:
@@ -421,8 +821,8 @@ class _Plan:
         """
         pairs = [
             (str(log.path), scan)
-            for log, scan in zip(self.logs, self.scans, strict=True)
-            if scan.is_simple != counted
+            for index, (log, scan) in enumerate(zip(self.logs, self.scans, strict=True))
+            if scan.is_simple != counted and index not in self.copies
         ]
         plain = [path for path, scan in pairs if not scan.deep]
         groups = [(plain, ())] if plain else []
@@ -471,6 +871,7 @@ def _base_sql(plan: _Plan, *, superseded: bool, ordered: bool) -> str:
     schema = plan.schema
     parts = [_read_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=False)]
     parts += [_counted_sql(plan, *group, ordered=ordered) for group in plan.reads(counted=True)]
+    parts += _copy_parts(plan, plan.copies, ordered=ordered)
     source = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     attempt = "coalesce(s.attempt, f.attempt)" if plan.counted else "f.attempt"
     columns = ["r.ts AS ts", "r.event AS event", "coalesce(f.label, r.run, f.run) AS run"]
@@ -502,9 +903,10 @@ def _latest_sql(plan: _Plan) -> str:
 
     A later attempt's record wins over an earlier one's at the same (event, step).
     """
-    counted = " UNION ALL BY NAME ".join(
-        f"({_counted_sql(plan, *group, ordered=False)})" for group in plan.reads(counted=True)
-    )
+    parts = [_counted_sql(plan, *group, ordered=False) for group in plan.reads(counted=True)]
+    counted_copies = [index for index in plan.copies if not plan.scans[index].is_simple]
+    parts += _copy_parts(plan, counted_copies, ordered=False)
+    counted = " UNION ALL BY NAME ".join(f"({part})" for part in parts)
     return (
         f'SELECT {_FILE} AS file, event, CAST("step" AS DOUBLE) AS step, max({_K}) AS k '
         f'FROM ({counted}) WHERE "step" IS NOT NULL GROUP BY ALL'
@@ -577,6 +979,8 @@ def _new_connection(caller: str) -> duckdb.DuckDBPyConnection:
     config = {"preserve_insertion_order": True, "temp_directory": str(spill)}
     con: duckdb.DuckDBPyConnection = engine.connect(":memory:", config=config)
     con.execute("SET enable_progress_bar = false")  # it would print into the caller's stdout
+    # each Parquet copy's footer read once per connection, not once per scan of it
+    con.execute("SET parquet_metadata_cache = true")
     return con
 
 
@@ -588,11 +992,31 @@ def _plan(
     nested_as_json: bool = False,
 ) -> _Plan:
     logs = find_logs(*sources)
-    scans = _discover(con, logs, events=events is not None)
+    level = _caller_level()
+    found = {i: copy for i, log in enumerate(logs) if (copy := usable_copy(log, stacklevel=level))}
+    folder: list[Path] = []
+
+    def tails() -> Path:
+        if not folder:  # removed with the connection: a view reads its tails while it lives
+            folder.append(Path(tempfile.mkdtemp(prefix="runlines-tails-")))
+            weakref.finalize(con, shutil.rmtree, folder[0], True)
+        return folder[0]
+
+    _scan_copies(con, list(found.values()))
+    copies = {
+        i: read
+        for i, copy in found.items()
+        if (read := _read_through_copy(con, copy, tails, events=events is not None))
+    }
+    jsonl = [log.path for i, log in enumerate(logs) if i not in copies]
+    scanned = iter(_discover(con, jsonl, events=events is not None))
+    scans = [
+        _scan_through_copy(copies[i]) if i in copies else next(scanned) for i in range(len(logs))
+    ]
     _warn_deep(logs, scans)
     schema = _schema(scans, events, nested_as_json=nested_as_json)
     has_rank = "rank" in schema.kinds or any(log.rank is not None for log in logs)
-    return _Plan(logs, scans, schema, has_rank)
+    return _Plan(logs, scans, schema, has_rank, copies)
 
 
 def _warn_deep(logs: Sequence[LogFile], scans: Sequence[_Scan]) -> None:
@@ -868,7 +1292,7 @@ def _finish_frame(pd: Any, frame: pd.DataFrame, schema: _Schema, output: list[st
     nested = [name for name in output if _is_nested(schema, name)]
     for name in nested:
         frame[name] = pd.Series(
-            [None if v is None or v != v else orjson.loads(v) for v in frame[name].tolist()],
+            [None if v is None or v != v else _loose_json(v) for v in frame[name].tolist()],
             index=frame.index,
             dtype=object,
         )
@@ -887,6 +1311,6 @@ def _restore_nested(frame: pd.DataFrame, marks: pd.Series, nested: list[str]) ->
         return
     for row, text in zip(marks.index[marks.notna()], marks[marks.notna()].tolist(), strict=True):
         record = {name: frame.at[row, name] for name in nested}
-        record[NONFINITE_KEY] = orjson.loads(text)
+        record[NONFINITE_KEY] = _loose_json(text)
         for name, value in restore_nonfinite(record).items():
             frame.at[row, name] = value

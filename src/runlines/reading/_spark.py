@@ -11,17 +11,29 @@ collects the ``run_start`` records and each file's first record, ordered by
 split. Files whose only ``run_start`` is their first record (the common case) get a constant
 attempt through a broadcast join; the others count ``run_start`` records with a window over
 their file, which shuffles those files' records only.
+
+A local log with a Parquet copy that matches it is read from the copy (``spark.read.parquet``,
+each field mapped from the copy's storage columns and ``__patch``, see reading/_copies.py) and
+from its tail, the bytes after the copy, written to a file of its own. Spark infers the schema
+from the other logs, the tails, and one line per field and value type the copies hold (their
+patched records re-encoded as Run writes them), so the frame is the one the JSONL gives.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterable
+import shutil
+import sys
+import tempfile
+import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlparse
 
-from runlines._encoding import NONFINITE_KEY
+from runlines._encoding import NONFINITE_KEY, encode_line
 from runlines._layout import LOG_SUFFIX
+from runlines.reading._copies import LINE, NULLS, PATCH, Copy, usable_copy, write_tail
 from runlines.reading._files import log_file, run_labels
 from runlines.reading._rules import attempt_numbers, step_cutoffs
 
@@ -65,18 +77,28 @@ def read(
     from pyspark.sql import functions as F
 
     path = os.fspath(path_or_glob)
-    raw = _reader(spark, None).json(path)
-    files = raw.inputFiles()
-    if not files or "event" not in raw.columns:
+    files = _reader(spark, None).text(path).inputFiles()  # listed, not read
+    copies = _usable_copies(files)
+    scratch = _scratch(spark) if copies else None
+    tails = {}
+    for uri, copy in copies.items():
+        if copy.has_tail and scratch is not None:
+            tails[write_tail(copy, scratch).as_uri()] = uri
+    jsonl = [uri for uri in files if uri not in copies] + list(tails)
+    samples = _write_samples(copies, scratch) if scratch is not None else None
+    inferred = [*jsonl, *([samples] if samples else [])]
+    raw = _reader(spark, None).json(inferred) if inferred else None
+    if raw is None or "event" not in raw.columns:
         return _empty(spark)
-    simple, counted = _classify(raw)
+    every = _records(spark, raw, jsonl, tails, copies)
+    simple, counted = _classify(every)
     tables = _Tables(spark, files, simple, counted)
     parts = []
     if simple:
-        part = _with_file(_read_again(spark, raw, simple))
+        part = every.where(F.col(_FILE).isin(list(simple))).drop(_POS, "attempt")
         parts.append(part.join(F.broadcast(tables.files), _FILE))
     if counted:
-        parts.append(_counted_part(spark, raw, counted, tables, superseded=superseded))
+        parts.append(_counted_part(every, counted, tables, superseded=superseded))
     if not parts:  # files without one complete record
         return _empty(spark)
     frame = parts[0]
@@ -85,28 +107,146 @@ def read(
     return _output(frame, raw, tables.has_rank)
 
 
+def _usable_copies(files: list[str]) -> dict[str, Copy]:
+    """Return the local logs of *files* whose copies match them (warning about the others)."""
+    level = 3
+    frame = sys._getframe(1)
+    package = str(Path(__file__).resolve().parent.parent)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    found = {}
+    for uri in files:
+        parts = urlparse(uri)
+        if parts.scheme not in ("", "file"):
+            continue  # on another filesystem: the JSONL
+        copy = usable_copy(log_file(unquote(parts.path)), stacklevel=level)
+        if copy is not None:
+            found[uri] = copy
+    return found
+
+
+def _scratch(spark: SparkSession) -> Path:
+    """Return a new folder for the tails and samples, removed with the session."""
+    folder = Path(tempfile.mkdtemp(prefix="runlines-spark-"))
+    weakref.finalize(spark, shutil.rmtree, folder, True)
+    return folder
+
+
+_SAMPLE_VALUES: Final = {"int": 0, "float": 0.5, "str": "", "bool": True}
+
+
+def _arrow_kind(kind: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_integer(kind):
+        return "int"
+    if pa.types.is_floating(kind):
+        return "float"
+    return "bool" if pa.types.is_boolean(kind) else "str"
+
+
+def _write_samples(copies: dict[str, Copy], folder: Path) -> str | None:
+    """Write lines holding the copies' values to a log of *folder*, for Spark to infer from.
+
+    One line per field and storage type, and each distinct patched record re-encoded as Run
+    writes it (a restored non-finite float null again, and marked), where the line had it.
+    """
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    lines: set[bytes] = set()
+    for copy in copies.values():
+        storage = [column for held in copy.storage.values() for column in held]
+        table = pq.read_table(copy.path, columns=[*storage, PATCH])
+        patched: dict[str, Any] = {}  # per field, the rows whose patch holds it
+        for row, text in enumerate(table.column(PATCH).to_pylist()):
+            if text is None:
+                continue
+            record = json.loads(text)
+            for name in record:
+                patched.setdefault(name, np.zeros(table.num_rows, dtype=bool))[row] = True
+            lines.add(encode_line(record))  # a non-finite float: null and marked, as logged
+        for name, held in copy.storage.items():
+            for column in held:
+                kind = _arrow_kind(table.schema.field(column).type)
+                valid = table.column(column).is_valid().to_numpy(zero_copy_only=False)
+                if name in patched:  # values the patch shadows: ints beyond 64 bits
+                    valid = valid & ~patched[name]
+                if valid.any():
+                    lines.add(encode_line({name: _SAMPLE_VALUES[kind]}))
+    if not lines:
+        return None
+    path = folder / f"samples{LOG_SUFFIX}"
+    path.write_bytes(b"".join(sorted(lines)))
+    return path.as_uri()
+
+
+def _records(
+    spark: SparkSession,
+    raw: DataFrame,
+    jsonl: list[str],
+    tails: dict[str, str],
+    copies: dict[str, Copy],
+) -> DataFrame:
+    """Return every record with its log (`_FILE`) and its place in the log (`_POS`)."""
+    from pyspark.sql import functions as F
+
+    parts = []
+    if jsonl:
+        part = _with_file(_reader(spark, raw.schema).json(jsonl))
+        tail = F.col(_FILE).isin(list(tails))
+        log = F.col(_FILE)
+        for uri, of in tails.items():
+            log = F.when(F.col(_FILE) == uri, F.lit(of)).otherwise(log)
+        block = F.col("_metadata.file_block_start")
+        place = _place(tail.cast("int"), block, F.monotonically_increasing_id())
+        parts.append(part.withColumn(_POS, place).withColumn(_FILE, log))
+    parts += [_copy_frame(spark, raw, uri, copy) for uri, copy in copies.items()]
+    frame = parts[0]
+    for part in parts[1:]:
+        frame = frame.unionByName(part)
+    return frame
+
+
+def _place(part: Column, offset: Column, order: Column) -> Column:
+    """Return a record's place in its log: (0, then 1 for the tail after a copy), split offset
+    (or line, in a copy), order within the split.
+    """
+    from pyspark.sql import functions as F
+
+    return F.struct(part.alias("part"), offset.alias("offset"), order.alias("order"))
+
+
+def _copy_frame(spark: SparkSession, raw: DataFrame, uri: str, copy: Copy) -> DataFrame:
+    """Return the records of *copy* in the columns and types of *raw*."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NumericType
+
+    stored = spark.read.parquet(copy.path.as_uri())
+    patch = F.from_json(F.col(PATCH), raw.schema, {"allowNonNumericNumbers": "true"})
+    columns = []
+    for field in raw.schema.fields:
+        name, kind = field.name, field.dataType
+        value = patch.getField(name)
+        if not isinstance(kind, NumericType):  # a line's null stands, as in the JSONL
+            value = F.when(~F.coalesce(F.array_contains(NULLS, name), F.lit(False)), value)
+        parts = [value, *(F.col(column).cast(kind) for column in copy.storage.get(name, ()))]
+        columns.append(F.coalesce(*parts).alias(name))
+    columns.append(F.lit(uri).alias(_FILE))
+    columns.append(_place(F.lit(0), F.col(LINE), F.lit(0).cast("long")).alias(_POS))
+    return stored.select(*columns)
+
+
 def _reader(spark: SparkSession, schema: StructType | None) -> DataFrameReader:
     # DROPMALFORMED skips torn lines; the schema the first read inferred fits every record
     reader = spark.read.options(mode="DROPMALFORMED", pathGlobFilter=f"*{LOG_SUFFIX}")
     return reader if schema is None else reader.schema(schema)
 
 
-def _read_again(spark: SparkSession, raw: DataFrame, files: Iterable[str]) -> DataFrame:
-    """Read *files* with the schema inferred over all of them; `attempt` comes from the joins."""
-    return _reader(spark, raw.schema).json(sorted(files)).drop("attempt")
-
-
 def _with_file(frame: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     return frame.withColumn(_FILE, F.input_file_name())
-
-
-def _position() -> Column:
-    """Return each record's place in its file: split offset, then order within the split."""
-    from pyspark.sql import functions as F
-
-    return F.struct(F.col("_metadata.file_block_start"), F.monotonically_increasing_id())
 
 
 def _field(frame: DataFrame, name: str) -> Column:
@@ -126,9 +266,7 @@ def _classify(raw: DataFrame) -> tuple[dict[str, int | None], dict[str, list[tup
         F.col(_POS), _field(raw, "attempt").alias("attempt"), _field(raw, "resume_step").alias("r")
     )
     rows = (
-        _with_file(raw)
-        .withColumn(_POS, _position())
-        .groupBy(_FILE)
+        raw.groupBy(_FILE)
         .agg(
             F.min(_POS).alias("first"),
             F.sort_array(F.collect_list(F.when(F.col("event") == "run_start", start))).alias(
@@ -181,8 +319,7 @@ class _Tables:
 
 
 def _counted_part(
-    spark: SparkSession,
-    raw: DataFrame,
+    every: DataFrame,
     counted: dict[str, list[tuple[Any, Any]]],
     tables: _Tables,
     *,
@@ -192,7 +329,7 @@ def _counted_part(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    frame = _with_file(_read_again(spark, raw, counted)).withColumn(_POS, _position())
+    frame = every.where(F.col(_FILE).isin(list(counted))).drop("attempt")
     before = Window.partitionBy(_FILE).orderBy(_POS).rowsBetween(Window.unboundedPreceding, 0)
     is_start = F.coalesce(F.col("event") == "run_start", F.lit(False)).cast("long")
     frame = frame.withColumn(_K, F.sum(is_start).over(before)).drop(_POS)
