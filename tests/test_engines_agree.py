@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 import runlines
 import runlines.sql
 from _logs import T0, line, write
-from runlines import RunlinesError
+from runlines import RunlinesError, RunlinesWarning
 from runlines.reading._parquet import compact, write_copy
 
 sys.path.insert(0, str(Path(__file__).parent / "reliability"))  # the reliability suite's logs
@@ -502,3 +502,19 @@ def test_spark_reads_each_copy_and_only_the_tail_after_it(spark: Any, tmp_path: 
         "baseline.parquet", "baseline.parquet", "dist.parquet", "dist.rank1.parquet"
     ]  # fmt: skip
     assert not [f for f in files if f.startswith(str(root)) and f.endswith(".jsonl")]
+
+
+@pytest.mark.parametrize("reader", ["query", "load_duckdb"])
+def test_a_stale_copy_is_reported_at_the_callers_line(tmp_path: Path, reader: str) -> None:
+    root = _with_state(tmp_path, "stale", copies=True)
+    read = {
+        "query": lambda: runlines.query("SELECT count(*) FROM records", *_sources(root)),
+        "load_duckdb": lambda: runlines.sql.load_duckdb(*_sources(root)),
+    }[reader]
+
+    with pytest.warns(RunlinesWarning, match="is not used") as caught:
+        read()
+
+    assert {Path(w.filename).name for w in caught if "is not used" in str(w.message)} == {
+        Path(__file__).name
+    }

@@ -98,24 +98,16 @@ def _rows_json(text: str, sources: list[str], *, superseded: bool) -> str:
         if relation is None:  # a statement without a result, e.g. CREATE TABLE
             return "[]"
         names, rows = relation.columns, relation.fetchall()
-    found = [
-        {name: _json_value(value) for name, value in zip(names, row, strict=True)} for row in rows
-    ]
-    return json.dumps(found, default=str, allow_nan=False)
+    found = [dict(zip(names, row, strict=True)) for row in rows]
+    return json.dumps(json_ready(found), default=_json_default, allow_nan=False)
 
 
-def _json_value(value: Any) -> Any:
-    """Return a DuckDB value for JSON: non-finite floats as "NaN"..., datetimes as ISO text."""
-    if isinstance(value, float):
-        return json_ready(value)
-    if isinstance(value, dict):
-        return {str(key): _json_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_value(item) for item in value]
+def _json_default(value: Any) -> Any:
+    """Return a DuckDB value json cannot write as JSON: a time as ISO text, a decimal as float."""
     if isinstance(value, Decimal):
-        return json_ready(float(value))
+        return float(value)
     isoformat = getattr(value, "isoformat", None)
-    return isoformat() if callable(isoformat) else value
+    return isoformat() if callable(isoformat) else str(value)
 
 
 def _table(frame: Any) -> str:

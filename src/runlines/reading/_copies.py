@@ -10,20 +10,19 @@ with their own Parquet readers, and the JSONL after the copy (the tail) from a f
 from __future__ import annotations
 
 import shutil
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from runlines._layout import open_regular
 from runlines.reading._files import LogFile
+from runlines.reading._parquet import _LINE as LINE
+from runlines.reading._parquet import _NULLS as NULLS
+from runlines.reading._parquet import _PATCH as PATCH
 from runlines.reading._parquet import _usable_copy
 
 __all__ = ["LINE", "NULLS", "PATCH", "Copy", "usable_copy", "write_tail"]
 
-LINE: Final = "__line"
-PATCH: Final = "__patch"
-NULLS: Final = "__nulls"
 _DEPTH: Final = "depth"  # in orjson's message for a line nested deeper than it reads
 
 
@@ -52,11 +51,7 @@ def usable_copy(log: LogFile, *, stacklevel: int) -> Copy | None:
     """Return *log*'s copy when it matches the log's bytes; warn (at *stacklevel*) when it does
     not, or when the file at the copy's path is no copy. None without a copy or without pyarrow.
     """
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        found = _usable_copy(log)
-    for warning in caught:  # said again from the caller's frame, not from the check's
-        warnings.warn(warning.message, warning.category, stacklevel=stacklevel + 1)
+    found = _usable_copy(log, stacklevel=stacklevel + 3)  # from _checked_copy, via us
     if found is None:
         return None
     meta, path = found

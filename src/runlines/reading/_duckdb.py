@@ -993,7 +993,10 @@ def _plan(
 ) -> _Plan:
     logs = find_logs(*sources)
     level = _caller_level()
-    found = {i: copy for i, log in enumerate(logs) if (copy := usable_copy(log, stacklevel=level))}
+    found: dict[int, Copy] = {}
+    for i, log in enumerate(logs):  # a loop, not a comprehension: its frame would shift level
+        if (copy := usable_copy(log, stacklevel=level)) is not None:
+            found[i] = copy
     folder: list[Path] = []
 
     def tails() -> Path:

@@ -352,9 +352,10 @@ def _add_tail(summary: RunSummary, path: Path, start: int, lines: int, skipped: 
             summary.add(record)
 
 
-def _usable_copy(log: LogFile) -> tuple[_Meta, Path] | None:
-    """Return the copy of *log* and what it covers, when it matches the log; warn when not."""
-    found = _checked_copy(log, (_KEY, _PIECES_KEY, _SUMMARY_KEY))
+def _usable_copy(log: LogFile, *, stacklevel: int = 5) -> tuple[_Meta, Path] | None:
+    """Return the copy of *log* and what it covers, when it matches the log; warn (at
+    *stacklevel*, counted from `_checked_copy`) when not."""
+    found = _checked_copy(log, (_KEY, _PIECES_KEY, _SUMMARY_KEY), stacklevel=stacklevel)
     if found is None:
         return None
     parts, path, _ = found
@@ -364,7 +365,7 @@ def _usable_copy(log: LogFile) -> tuple[_Meta, Path] | None:
 
 
 def _checked_copy(
-    log: LogFile, keys: tuple[bytes, ...]
+    log: LogFile, keys: tuple[bytes, ...], *, stacklevel: int = 5
 ) -> tuple[dict[bytes, Any], Path, int] | None:
     """Return the copy's metadata *keys* (decoded), its path and the log's size, when the copy
     matches the log; None when it has none, or warn and return None when it does not match.
@@ -385,7 +386,7 @@ def _checked_copy(
         f"{path} is not used: {reason}; reading {log.path.name} instead "
         f"(`runlines compact {log.path}` writes a fresh copy)"
     )
-    warnings.warn(msg, RunlinesWarning, stacklevel=5)
+    warnings.warn(msg, RunlinesWarning, stacklevel=stacklevel)
     return None
 
 
