@@ -507,7 +507,7 @@ def test_spark_reads_each_copy_and_only_the_tail_after_it(spark: Any, tmp_path: 
 @pytest.mark.parametrize("reader", ["query", "load_duckdb"])
 def test_a_stale_copy_is_reported_at_the_callers_line(tmp_path: Path, reader: str) -> None:
     root = _with_state(tmp_path, "stale", copies=True)
-    read = {
+    read: Callable[[], object] = {
         "query": lambda: runlines.query("SELECT count(*) FROM records", *_sources(root)),
         "load_duckdb": lambda: runlines.sql.load_duckdb(*_sources(root)),
     }[reader]
