@@ -151,3 +151,14 @@ class TestEventFilterKeepsFieldsLoggedAsNone:
 
         assert "x" in load(log, event="b").columns
         assert "x" not in load(log, event="c").columns
+
+    def test_a_field_only_ever_nan_in_the_event_stays(self, run_dir: Path) -> None:
+        """pyarrow reads a bare NaN as a float: the value is in the table, not in Python's."""
+        lines = [raw({"ts": 1, "event": "train", "loss": 0.5})] * 3
+        lines += [b'{"ts":2,"event":"warning","step":NaN}\n'] * 3
+        log = write(run_dir / "r.jsonl", *lines)
+
+        frame = load(log, event="warning")
+
+        assert frame.columns.tolist() == ["ts", "event", "run", "attempt", "step"]
+        assert frame.step.isna().all()

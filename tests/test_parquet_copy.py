@@ -366,6 +366,143 @@ class TestSummaryFromColumns:
         assert frame.loc[0, "train.loss"] == pytest.approx(1 / 20)
 
 
+def _loads_and_warnings(path: Path) -> list[tuple[Any, list[str]]]:
+    """Return what each load() variant gives for *path* (a frame or an error's type), and the
+    warnings it gave."""
+    variants: list[dict[str, Any]] = [
+        {},
+        {"superseded": True},
+        {"event": "eval"},
+        {"event": ["train", "warning"]},
+        {"event": "train", "columns": ["loss", "value"]},
+        {"columns": ["value"]},
+    ]
+    found = []
+    for options in variants:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result: Any = runlines.load(path, **options)
+            except runlines.RunlinesError as err:
+                result = type(err)
+        found.append((result, [str(w.message) for w in caught]))
+    return found
+
+
+def _same_loads(
+    plain: list[tuple[Any, list[str]]], copied: list[tuple[Any, list[str]]], *, blocks: bool = True
+) -> None:
+    """Assert that each load() gave the same; without *blocks* (the same lines in each block
+    of pyarrow's), an int and a float of one value in an object column count as the same:
+    pyarrow reads a block's ints as floats when the block holds floats too, and where a block
+    starts depends on where the read starts (at the copy's end, or at the file's start).
+    """
+    for (ours, said), (theirs, said_too) in zip(plain, copied, strict=True):
+        if isinstance(ours, pd.DataFrame) and blocks:
+            pd.testing.assert_frame_equal(ours, theirs)
+        elif isinstance(ours, pd.DataFrame):
+            pd.testing.assert_frame_equal(_blockless(ours), _blockless(theirs))
+        else:
+            assert ours == theirs
+        assert said == said_too
+
+
+def _blockless(frame: pd.DataFrame) -> pd.DataFrame:
+    def as_float(value: Any) -> Any:
+        exact = type(value) is int and abs(value) <= 2**53
+        return float(value) if exact else value
+
+    objects = [name for name in frame.columns if frame[name].dtype == object]
+    return frame.assign(**{name: frame[name].map(as_float) for name in objects})
+
+
+class TestLoadFromCopies:
+    """load() through a copy of many pieces (small buckets, as a big log has) gives what the
+    JSONL alone gives: fields whose type changes between events, event filters that leave
+    pieces unread, superseded records, and the JSONL appended after the copy."""
+
+    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        records=st.lists(_records, min_size=1, max_size=10),
+        repeat=st.sampled_from([1, 3]),
+        tail=st.lists(_records, max_size=3),
+    )
+    def test_every_load_is_the_jsonl_load(
+        self, records: list[dict[str, Any]], repeat: int, tail: list[dict[str, Any]]
+    ) -> None:
+        def encoded(rows: list[dict[str, Any]]) -> bytes:
+            return b"".join(json.dumps(r, allow_nan=True).encode() + b"\n" for r in rows)
+
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(_arrow, "_MIN_BUCKET", 2), \
+                mock.patch.object(_arrow, "_BLOCK_BYTES", 300):  # fmt: skip
+            path = Path(tmp) / "h.jsonl"
+            path.write_bytes(encoded(records * repeat))
+            plain = _loads_and_warnings(path)
+            assert write_copy(path) is not None
+            _same_loads(plain, _loads_and_warnings(path))
+
+            with path.open("ab") as stream:
+                stream.write(encoded(tail))
+            copy = path.with_suffix(".parquet")
+            os.rename(copy, copy.with_suffix(".away"))
+            plain = _loads_and_warnings(path)
+            os.rename(copy.with_suffix(".away"), copy)
+            _same_loads(plain, _loads_and_warnings(path), blocks=False)
+
+    def test_a_resumed_run_stores_its_superseded_records_last(self, tmp_path: Path) -> None:
+        """The records load() keeps come first, in line order: its columns as they are."""
+        lines = [line("run_start", attempt=1)]
+        for step in range(1, 3001):
+            lines.append(line("train", step=step, loss=1 / step))
+            if step == 2000:  # killed; resumed from the step-1500 checkpoint
+                lines.append(line("run_start", attempt=2, resume_step=1500))
+        lines[2002:] = [line("train", step=s, loss=2 / s) for s in range(1501, 3001)]
+        path = write(tmp_path / "r.jsonl", *lines)
+        plain = _loads_and_warnings(path)
+        copy = write_copy(path)
+        assert copy is not None
+
+        stored = pq.read_table(copy, columns=["__line", "__superseded"]).to_pandas()
+        rewound = stored["__superseded"].to_numpy()
+        assert rewound.sum() == 500  # steps 1501-2000 of the first attempt
+        assert not rewound[:-500].any()
+        assert (np.diff(stored["__line"][:-500]) > 0).all()
+        assert (np.diff(stored["__line"][-500:]) > 0).all()
+        copied = _loads_and_warnings(path)
+        _same_loads(plain, copied)
+        steps = copied[1][0]["step"].fillna(0).astype(int).tolist()  # superseded=True
+        assert steps == [0, *range(1, 2001), 0, *range(1501, 3001)]  # in line order
+        assert copied[0][0]["step"].dropna().astype(int).tolist() == list(range(1, 3001))
+
+    def test_a_field_of_two_types_in_two_buckets(self, tmp_path: Path) -> None:
+        """`value` is an int in eval, a float in train and text in warning: one column each."""
+        lines = []
+        for step in range(1500):  # each event over _MIN_BUCKET lines: a bucket of its own
+            lines.append(line("train", step=step, value=step / 2))
+            lines.append(line("eval", step=step, value=step))
+            if step < 1100:
+                lines.append(line("warning", step=step, value=f"w{step}"))
+        path = write(tmp_path / "r.jsonl", *lines)
+        plain = _loads_and_warnings(path)
+        copy = write_copy(path)
+        assert copy is not None
+        stored = pq.read_schema(copy)
+        assert {str(stored.field(n).type) for n in stored.names if n.startswith("c")} >= {
+            "int64", "double", "large_string"
+        }  # fmt: skip
+
+        copied = _loads_and_warnings(path)
+
+        _same_loads(plain, copied)
+        frame = copied[0][0]
+        assert frame["value"].dtype == object
+        assert frame["value"].map(type).value_counts().to_dict() == {float: 1500, int: 1500,
+                                                                    str: 1100}  # fmt: skip
+        assert copied[3][0]["value"].dtype == object  # train and warning: floats and text
+        numbers = runlines.load(path, event=["train", "eval"])["value"]
+        assert numbers.dtype == np.float64  # ints and floats: floats, as without the copy
+
+
 class TestFooter:
     """runs() reads a copy's footer itself: what pyarrow's read_metadata gives, or asks it."""
 

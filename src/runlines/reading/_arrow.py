@@ -115,7 +115,10 @@ class _ParsedLog:
     skipped: set[str] = field(default_factory=set)  # events of buckets left unread
     # each output row's attempt and whether it is superseded, when a Parquet copy knows them
     attempts: tuple[_Ints, _Bools] | None = None
-    positions: _Ints | None = None  # each piece row's place among the log's rows, likewise
+    # a copy's one piece: its first `in_order` rows are the records no later attempt
+    # supersedes, in line order, and the superseded ones follow (see `_layout`)
+    in_order: int | None = None
+    late: _Ints | None = None  # with in_order: the output places of the rows after those
     refused: bool = False  # a line pyarrow read is one that orjson refuses (iter_events skips)
 
     @property
@@ -742,12 +745,53 @@ class _Numbers:
         return len(self.values)
 
 
-@dataclass(frozen=True, slots=True)
 class _Layout:
-    """Where each piece's rows go in the output: one array per piece, -1 for a dropped row."""
+    """Where each piece's rows go in the output: one array per piece, -1 for a dropped row.
 
-    size: int
-    positions: list[_Ints]
+    Where each piece's kept rows are in output order (copies alone), `taken` says which
+    rows of each piece the output takes in turn: its first N rows (an int: numpy views and
+    Arrow slices of the piece's columns, no copies), or those of a mask. The positions are
+    then made only when asked for.
+    """
+
+    __slots__ = ("_positions", "rows", "size", "taken")
+
+    def __init__(
+        self,
+        size: int,
+        positions: list[_Ints] | None = None,
+        *,
+        taken: list[int | _Bools] | None = None,
+        rows: list[int] | None = None,
+    ) -> None:
+        self.size = size
+        self._positions = positions
+        self.taken = taken
+        self.rows = rows  # each piece's row count, with `taken`
+
+    @property
+    def positions(self) -> list[_Ints]:
+        """Return, per piece, each row's place in the output (-1: dropped)."""
+        import numpy as np
+
+        if self._positions is None:
+            made, offset = [], 0
+            for taken, rows in zip(self.taken or [], self.rows or [], strict=True):
+                if isinstance(taken, int):
+                    place = np.full(rows, -1, dtype=np.int64)
+                    place[:taken] = np.arange(offset, offset + taken)
+                    offset += taken
+                else:
+                    place = np.where(taken, np.cumsum(taken, dtype=np.int64) - 1 + offset, -1)
+                    offset += int(taken.sum())
+                made.append(place)
+            self._positions = made
+        return self._positions
+
+    def kept(self, piece: int) -> int:
+        """Return how many rows of piece number *piece* the output takes (with `taken`)."""
+        taken = (self.taken or [])[piece]
+        return taken if isinstance(taken, int) else int(taken.sum())
 
 
 class _Columns:
@@ -761,9 +805,17 @@ class _Columns:
         self.pieces = [piece for log in logs for piece in log.pieces]
         self.num_rows = sum(piece.table.num_rows for piece in self.pieces)
         self.names = _column_names(logs)
-        self.full = _layout(logs, None)
+        self._logs = logs
+        self._full: _Layout | None = None
         self._built: dict[str, Any] = {}
         self._releasing = threading.Lock()
+
+    @property
+    def full(self) -> _Layout:
+        """Return the layout of all rows, each log's records in line order (made once)."""
+        if self._full is None:
+            self._full = _layout(self._logs, None)
+        return self._full
 
     def release(self, name: str) -> None:
         """Drop the pieces' Arrow values of column *name*: the frame that was built from them
@@ -780,8 +832,8 @@ class _Columns:
                 if place is not None:
                     nulls = pa.nulls(piece.table.num_rows)  # type null: no buffers
                     piece.table = piece.table.set_column(place, name, nulls)
-        # mimalloc, pyarrow's default pool, keeps freed pages: give them back for the frame
-        pa.default_memory_pool().release_unused()
+        # the freed pages stay in pyarrow's pool (mimalloc) for the columns built next: giving
+        # them back to the system after each column cost more time than it saved memory
 
     def get(self, name: str) -> Any:
         """Return column *name* over all rows in output order (cached)."""
@@ -840,6 +892,8 @@ class _Columns:
         import pyarrow as pa
 
         is_float = pa.types.is_floating(kind)
+        if layout.taken is not None:
+            return self._numbers_in_order(name, kind, layout)
         # one spare slot at the end takes the dropped rows (position -1): no masks, no copies
         size = layout.size + 1
         values = np.full(size, np.nan) if is_float else np.zeros(size, kind.to_pandas_dtype())
@@ -858,11 +912,50 @@ class _Columns:
                 valid[positions] = True
         return _Numbers(values[:-1], valid[:-1])
 
+    def _numbers_in_order(self, name: str, kind: Any, layout: _Layout) -> _Numbers:
+        """Take each piece's numbers as they are, its kept rows only: pieces in output order.
+
+        A float column without nulls is numpy's view of the Arrow values, not a copy.
+        """
+        import numpy as np
+        import pyarrow as pa
+
+        is_float = pa.types.is_floating(kind)
+        filler = False if pa.types.is_boolean(kind) else 0
+        dtype = np.float64 if is_float else kind.to_pandas_dtype()
+        values: list[npt.NDArray[Any]] = []
+        valid: list[_Bools] = []
+        for number, (piece, taken) in enumerate(zip(self.pieces, layout.taken or [], strict=True)):
+            arrays = _arrow_chunks(piece, name, kind)
+            if not arrays:
+                kept = layout.kept(number)
+                values.append(np.full(kept, np.nan) if is_float else np.zeros(kept, dtype))
+                valid.append(np.zeros(kept, dtype=bool))
+                continue
+            column = pa.chunked_array(arrays, type=kind)
+            if isinstance(taken, int):
+                column = column.slice(0, taken)
+            numbers = (column if is_float else column.fill_null(filler)).to_numpy()
+            present = (
+                column.is_valid().to_numpy(zero_copy_only=False)
+                if column.null_count
+                else np.ones(len(column), dtype=bool)
+            )
+            values.append(numbers if isinstance(taken, int) else numbers[taken])
+            valid.append(present if isinstance(taken, int) else present[taken])
+        if len(values) == 1:
+            return _Numbers(values[0], valid[0])
+        if not values:
+            return _Numbers(np.zeros(0, dtype), np.zeros(0, dtype=bool))
+        return _Numbers(np.concatenate(values), np.concatenate(valid))
+
     def _arrow_column(self, name: str, kind: Any, layout: _Layout) -> Any:
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        if layout.taken is not None:  # pieces in output order: their kept rows, in turn
+            return self._arrow_in_order(name, layout)
         chunks: list[Any] = []
         where: list[_Ints] = []
         for piece, positions in zip(self.pieces, layout.positions, strict=True):
@@ -883,6 +976,26 @@ class _Columns:
         kept = positions >= 0
         index[positions[kept]] = np.flatnonzero(kept)
         return pc.take(values, pa.array(index, mask=index < 0), memory_pool=pool)
+
+    def _arrow_in_order(self, name: str, layout: _Layout) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        wide = pa.large_string()
+        pool = _memory_pool()
+        parts: list[Any] = []
+        for number, (piece, taken) in enumerate(zip(self.pieces, layout.taken or [], strict=True)):
+            arrays = _arrow_chunks(piece, name, wide)
+            if not arrays:
+                parts.append(pa.nulls(layout.kept(number), wide))
+                continue
+            column = pa.chunked_array([c.cast(wide, memory_pool=pool) for c in arrays], wide)
+            if isinstance(taken, int):
+                column = column.slice(0, taken)
+            else:
+                column = pc.filter(column, pa.array(taken), memory_pool=pool)
+            parts.extend(column.chunks)
+        return pa.chunked_array(parts, wide)
 
     def _object_column(self, name: str, layout: _Layout) -> Any:
         import numpy as np
@@ -906,13 +1019,13 @@ def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
     """Return where each piece row goes: the logs in turn, each in line order, *keep* rows only."""
     import numpy as np
 
+    if logs and all(log.in_order is not None for log in logs):
+        found = _in_order(logs, keep)
+        if found is not None:
+            return found
     target: list[_Ints] = []
     offset = 0
     for log in logs:
-        if log.positions is not None:  # read from a copy, which stores them
-            target.append(log.positions + offset)
-            offset += len(log.positions)
-            continue
         lines = np.concatenate([p.lines for p in log.pieces]) if log.pieces else np.zeros(0, int)
         # each line's rank among the log's rows: a running count, no sort (lines are distinct)
         present = np.zeros(int(lines.max()) + 1 if len(lines) else 0, dtype=np.int64)
@@ -927,6 +1040,41 @@ def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
         size = int(keep.sum())
     sizes = [p.table.num_rows for log in logs for p in log.pieces]
     return _Layout(size, np.split(where, np.cumsum(sizes)[:-1]) if sizes else [])
+
+
+def _in_order(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout | None:
+    """Return the layout of copies' pieces that takes each one's rows as they are, or None
+    where the output needs a superseded row (which a copy stores after the others)."""
+    import numpy as np
+
+    taken: list[int | _Bools] = []
+    rows: list[int] = []
+    offset = 0
+    for log in logs:
+        size = log.num_rows
+        for piece in log.pieces:  # one, or none
+            first = log.in_order or 0
+            late = log.late if log.late is not None else np.zeros(0, np.int64)
+            mine = None if keep is None else keep[offset : offset + size]
+            if mine is None or mine.all():
+                if first < size:
+                    return None  # superseded rows wanted: in line order only by positions
+                taken.append(size)
+            elif mine[late].any():
+                return None
+            else:
+                early = np.delete(mine, late) if len(late) else mine  # the first rows' keep
+                if early.all():
+                    taken.append(first)
+                else:
+                    mask = np.zeros(size, dtype=bool)
+                    mask[:first] = early
+                    taken.append(mask)
+            rows.append(piece.table.num_rows)
+        offset += size
+    layout = _Layout(0, taken=taken, rows=rows)
+    layout.size = sum(layout.kept(number) for number in range(len(taken)))
+    return layout
 
 
 def _arrow_chunks(piece: _Piece, name: str, kind: Any) -> list[Any]:
@@ -1043,6 +1191,8 @@ def _attempts(table: _Columns, logs: list[_ParsedLog]) -> tuple[_Ints, _Bools]:
     if logs and all(pair is not None for pair in known):  # every log read from its copy alone
         firsts = [pair[0] for pair in known if pair is not None]
         seconds = [pair[1] for pair in known if pair is not None]
+        if len(logs) == 1:
+            return firsts[0], seconds[0]
         return np.concatenate(firsts), np.concatenate(seconds)
 
     attempt = np.ones(table.num_rows, dtype=np.int64)

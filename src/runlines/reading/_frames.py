@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from runlines.errors import FieldError
@@ -182,6 +182,10 @@ def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str
             rows = piece.patches.get(name, ([], []))[0]
             if mine[rows].any() or mine[piece.nulls.get(name, [])].any():
                 found.add(name)
+            column = piece.column(name)  # a NaN pyarrow read is a value in the table
+            held = column is not None and column.null_count < len(column)
+            if held and mine[column.is_valid().to_numpy(zero_copy_only=False)].any():
+                found.add(name)
     return found
 
 
@@ -226,7 +230,9 @@ def _frame(
     def built(name: str) -> Any:
         return table.get(name) if layout is table.full else table.build(name, layout)
 
-    which_log = np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])[keep]
+    def which_log() -> _Ints:
+        """Return each output row's log (made only for the columns that need it)."""
+        return np.repeat(np.arange(len(logs)), [log.num_rows for log in logs])[keep]
 
     def column(name: str) -> Any:
         built = made(name)
@@ -303,7 +309,9 @@ def _numbers_for_pandas(pd: Any, column: _Numbers) -> Any:
     return pd.arrays.IntegerArray(column.values, ~column.valid)
 
 
-def _run_column(pd: Any, column: Any, logs: list[_ParsedLog], which: _Ints) -> Any:
+def _run_column(
+    pd: Any, column: Any, logs: list[_ParsedLog], which_log: Callable[[], _Ints]
+) -> Any:
     """Return the `run` column: the record's, else the file name; a label where names collide."""
     import numpy as np
 
@@ -312,6 +320,7 @@ def _run_column(pd: Any, column: Any, logs: list[_ParsedLog], which: _Ints) -> A
         return column.to_pandas()
     values = np.asarray(_series(pd, column), dtype=object)
     names = [labels.get(log.log.path, log.log.run) for log in logs]
+    which = which_log()
     fallback = np.array(names, dtype=object)[which]
     filled = np.where(pd.isna(values), fallback, values)
     if labels:
@@ -321,13 +330,18 @@ def _run_column(pd: Any, column: Any, logs: list[_ParsedLog], which: _Ints) -> A
 
 
 def _rank_column(
-    pd: Any, table: _Columns, layout: _Layout, logs: list[_ParsedLog], which: _Ints
+    pd: Any,
+    table: _Columns,
+    layout: _Layout,
+    logs: list[_ParsedLog],
+    which_log: Callable[[], _Ints],
 ) -> Any:
     """Return the `rank` column, filled from rank file names (and 0 for their main file)."""
     import numpy as np
 
     ranked = {log.log.run for log in logs if log.log.rank is not None}
-    fallback = np.array([_file_rank(log.log, ranked) for log in logs], dtype=np.float64)[which]
+    ranks = np.array([_file_rank(log.log, ranked) for log in logs], dtype=np.float64)
+    fallback = ranks[which_log()]
     values = _as_floats(table.build("rank", layout)) if "rank" in table.names else fallback
     values = np.where(np.isnan(values), fallback, values)
     with np.errstate(invalid="ignore"):  # a rank no int64 holds (1e300, 2.5) is no rank

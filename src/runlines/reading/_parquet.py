@@ -2,9 +2,12 @@
 
 The copy holds what the pyarrow engine made of the log's first bytes (its pieces, the values
 Python read, the bad lines) and the run's `RunSummary`, so that readers take those bytes'
-records without parsing them and parse only the JSONL appended after them. The JSONL stays the
-record of truth: a copy is used only while it matches the bytes it covers (see `_mismatch`), and
-is otherwise ignored with a warning.
+records without parsing them and parse only the JSONL appended after them. Its rows are the
+records no later attempt supersedes, in line order, then the superseded ones: the first rows
+of a column are then what load() gives pandas, without reordering or copying them.
+
+The JSONL stays the record of truth: a copy is used only while it matches the bytes it covers
+(see `_mismatch`), and is otherwise ignored with a warning.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COPY_FORMAT", "compact", "copy_summary", "read_log", "write_copy"]
 
-COPY_FORMAT: Final = 2  # bumped when the layout below changes: an older copy is ignored
+COPY_FORMAT: Final = 3  # bumped when the layout below changes: an older copy is ignored
 # The Parquet key-value metadata: what the copy covers (and its format), what load() rebuilds
 # the parsed log from, and the run summary, all runs() reads.
 _KEY: Final = b"runlines.copy"
@@ -57,9 +60,8 @@ _CACHED: Final = 4096  # copies whose metadata one process keeps decoded
 _SAMPLE_BYTES: Final = 4 << 10  # hashed at each end of the covered bytes, for the quick check
 _HASH_CHUNK: Final = 4 << 20
 _LINE, _PATCH, _NULLS = "__line", "__patch", "__nulls"  # bookkeeping columns; fields are c<i>
-# each output row's (the log's records in line order) attempt, and whether it is superseded;
-# each table row's output row
-_ATTEMPT, _SUPERSEDED, _POSITION = "__attempt", "__superseded", "__position"
+# each row's attempt, whether it is superseded, and the piece (of `_Meta.pieces`) it was read in
+_ATTEMPT, _SUPERSEDED, _PIECE = "__attempt", "__superseded", "__piece"
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +132,21 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     if state is None:
         state, summary_bad = _python_summary(log.path, covers_bytes)
     table, pieces = _table(pa, parsed.pieces)
-    attempt, superseded = _attempts(columns, [parsed])
-    table = table.append_column(_ATTEMPT, pa.array(attempt, type=pa.int64()))
-    table = table.append_column(_SUPERSEDED, pa.array(superseded, type=pa.bool_()))
+    # the records no later attempt supersedes, in line order, then the superseded ones: the
+    # columns' first rows are then load()'s columns as they are (see `_arrow._in_order`)
     positions = columns.full.positions
     where = np.concatenate(positions) if positions else np.zeros(0, np.int64)
-    table = table.append_column(_POSITION, pa.array(where, type=pa.int64()))
+    attempt, superseded = _attempts(columns, [parsed])
+    by_line = np.empty(len(where), dtype=np.int64)  # each record's table row, in line order
+    by_line[where] = np.arange(len(where))
+    first = np.argsort(superseded, kind="stable")  # records (in line order), kept ones first
+    order = by_line[first]
+    sizes = [piece.table.num_rows for piece in parsed.pieces]
+    piece_of = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)[order]
+    table = table.take(pa.array(order))
+    table = table.append_column(_ATTEMPT, pa.array(attempt[first], type=pa.int64()))
+    table = table.append_column(_SUPERSEDED, pa.array(superseded[first], type=pa.bool_()))
+    table = table.append_column(_PIECE, pa.array(piece_of, type=pa.int32()))
     meta = _Meta(
         covers_bytes=covers_bytes,
         covers_lines=len(reader.main.starts),
@@ -218,10 +229,12 @@ def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
         for name, column in zip(piece.table.column_names, piece.table.columns, strict=True):
             if _arrow_kind(column.type) is None:
                 continue
-            key = (name, str(column.type))
+            # strings as large_string: what load() gives pandas, read without a cast
+            kind = pa.large_string() if pa.types.is_string(column.type) else column.type
+            key = (name, str(kind))
             if key not in storage:
                 storage[key] = len(types)
-                types.append(column.type)
+                types.append(kind)
             columns.append([name, storage[key]])
         fields = {
             name: [count, line, place] for name, (count, (line, place)) in piece.fields.items()
@@ -240,7 +253,9 @@ def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
         for index, kind in enumerate(types):
             column = mine.get(index)
             arrays[index].extend(
-                [pa.nulls(piece.table.num_rows, kind)] if column is None else column.chunks
+                [pa.nulls(piece.table.num_rows, kind)]
+                if column is None
+                else column.cast(kind).chunks
             )
     names = [f"c{i}" for i in range(len(types))]
     columns = [pa.chunked_array(chunks, kind) for chunks, kind in zip(arrays, types, strict=True)]
@@ -295,7 +310,8 @@ def read_log(log: LogFile, errors: Errors, events: Collection[str] | None = None
         meta = found[0]
         tail = _tail_bytes(log.path, meta.covers_bytes)
         if len(tail):
-            parsed.attempts = parsed.positions = None  # a later attempt may supersede records
+            parsed.attempts = parsed.late = None  # a later attempt may supersede records
+            parsed.in_order = None  # and the copy's records are no longer first in the output
             _append(parsed, _FileReader(log, tail, events).read(), meta.covers_lines)
     return checked(parsed, errors, stacklevel=5)
 
@@ -544,48 +560,108 @@ def _mismatch(log: Path, covers: dict[str, Any]) -> tuple[str | None, int]:
 
 
 def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | None) -> _ParsedLog:
-    """Return the parsed log the copy holds: its pieces, wanted events only when given."""
+    """Return the parsed log the copy holds, as one piece in the copy's row order (see
+    `write_copy`); with *events*, only the rows of the pieces that may hold them, as the JSONL
+    reader reads only those buckets.
+    """
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     wanted = None if events is None else {*events, "run_start"}
-    with pa.OSFile(str(path)) as file:
-        names = [n for n in pq.read_schema(file).names if events is not None or n != _NULLS]
-    table = pq.read_table(path, columns=names, memory_map=True)
+    kept = [
+        number
+        for number, about in enumerate(meta.pieces)
+        if wanted is None or about["event"] is None or about["event"] in wanted
+    ]
+    skipped = {about["event"] for about in meta.pieces} - {
+        meta.pieces[number]["event"] for number in kept
+    }
+    storage: dict[str, list[int]] = {}  # field: its storage columns in the kept pieces
+    fields: dict[str, tuple[int, tuple[int, int]]] = {}
+    for number in kept:
+        about = meta.pieces[number]
+        for name, index in about["columns"]:
+            held = storage.setdefault(name, [])
+            if index not in held:
+                held.append(index)
+        for name, (count, line, place) in about["fields"].items():
+            total, first = fields.get(name, (0, (line, place)))
+            if count and (not total or (line, place) < first):
+                first = (line, place)  # the first value's place, over the pieces holding one
+            fields[name] = (total + count, first)
+    every = len(kept) == len(meta.pieces)
+    bookkeeping = [_LINE, _PATCH, _ATTEMPT, _SUPERSEDED]
+    bookkeeping += [] if events is None else [_NULLS] if every else [_NULLS, _PIECE]
+    names = [f"c{index}" for index in sorted({i for held in storage.values() for i in held})]
+    table = pq.read_table(path, columns=[*names, *bookkeeping])
     pa.default_memory_pool().release_unused()  # the pages the read used and freed
-    pieces: list[_Piece] = []
-    skipped: set[str] = set()
-    start = 0
-    lines = table.column(_LINE).to_numpy()
-    for about in meta.pieces:
-        rows, event = about["rows"], about["event"]
-        start, first = start + rows, start
-        if wanted is not None and event is not None and event not in wanted:
-            skipped.add(event)
-            continue
-        part = table.slice(first, rows)
-        columns = {name: part.column(f"c{index}") for name, index in about["columns"]}
-        if columns:
-            piece_table = pa.table(columns)
-        else:  # rows without fields ({}): a table of no columns that keeps its row count
-            piece_table = pa.table({"": pa.nulls(rows)}).drop_columns([""])
-        patches = part.column(_PATCH)
-        at = np.flatnonzero(patches.is_valid().to_numpy(zero_copy_only=False))
-        records = _decoded(patches.take(pa.array(at)).to_pylist())
-        piece = _Piece(piece_table, lines[first : first + rows], at.tolist(), records)
-        piece.fields = {n: (c, (line, place)) for n, (c, line, place) in about["fields"].items()}
-        piece.event = event
-        if events is not None:
-            piece.nulls = _nulls_of(part.column(_NULLS))
-        pieces.append(piece)
+    if not every:
+        rows = np.isin(table.column(_PIECE).to_numpy(), np.asarray(kept, dtype=np.int32))
+        table = table.filter(pa.array(rows))
+    patches = table.column(_PATCH)
+    at = np.flatnonzero(patches.is_valid().to_numpy(zero_copy_only=False))
+    patched = dict(zip(at.tolist(), _decoded(patches.take(pa.array(at)).to_pylist()), strict=True))
+    columns: dict[str, Any] = {}
+    for name, held in storage.items():
+        columns[name] = _one_column(table, held, name, patched)
+    if columns:
+        piece_table = pa.table(columns)
+    else:  # rows without fields ({}): a table of no columns that keeps its row count
+        piece_table = pa.table({"": pa.nulls(table.num_rows)}).drop_columns([""])
+    where = sorted(patched)
+    piece = _Piece(
+        piece_table, table.column(_LINE).to_numpy(), where, [patched[row] for row in where]
+    )
+    piece.fields = fields
+    if events is not None:
+        piece.nulls = _nulls_of(table.column(_NULLS))
     bad = [(int(line), str(reason)) for line, reason in meta.bad]
-    parsed = _ParsedLog(log, pieces, bad, skipped)
-    if events is None:
-        stored = table.column(_ATTEMPT).to_numpy(), table.column(_SUPERSEDED).to_numpy()
-        parsed.attempts = stored[0].astype(np.int64), stored[1].astype(bool)
-        parsed.positions = table.column(_POSITION).to_numpy().astype(np.int64)
+    parsed = _ParsedLog(log, [piece] if kept else [], bad, skipped)
+    superseded = table.column(_SUPERSEDED).to_numpy(zero_copy_only=False).astype(bool)
+    parsed.in_order = first = int(len(superseded) - superseded.sum())
+    parsed.late = late = _late_places(piece.lines, first)
+    if every and events is None:  # in output order: the log's records in line order
+        rewound = np.zeros(table.num_rows, dtype=bool)
+        rewound[late] = True
+        attempts = stored = table.column(_ATTEMPT).to_numpy().astype(np.int64, copy=False)
+        if len(late):
+            attempts = np.empty_like(stored)
+            attempts[~rewound] = stored[:first]
+            attempts[late] = stored[first:]
+        parsed.attempts = attempts, rewound
     return parsed
+
+
+def _late_places(lines: npt.NDArray[np.int64], first: int) -> npt.NDArray[np.int64]:
+    """Return the places, among all rows in line order, of the rows from *first* on, where
+    the rows before *first* and those from it are each in line order (as a copy stores them).
+    """
+    import numpy as np
+
+    late = lines[first:]
+    return np.arange(len(late), dtype=np.int64) + np.searchsorted(lines[:first], late)
+
+
+def _one_column(table: Any, held: list[int], name: str, patched: dict[int, dict[str, Any]]) -> Any:
+    """Return field *name*'s column: the storage column of *held* with the most values; the
+    values of its other ones (other types) go to the records *patched*, by row.
+
+    A piece's column has one type; values of other types are Python's, as when Python read
+    their lines, and `_Columns.build` then makes of them what it makes of the JSONL's pieces.
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    stored = [table.column(f"c{index}") for index in held]
+    stored.sort(key=lambda column: column.null_count)
+    for column in stored[1:]:  # as `_Columns._object_column` takes them: numpy's values
+        valid = column.is_valid().to_numpy(zero_copy_only=False)
+        values = np.empty(int(valid.sum()), dtype=object)
+        values[:] = column.filter(pa.array(valid)).to_numpy(zero_copy_only=False)
+        for row, value in zip(np.flatnonzero(valid).tolist(), values.tolist(), strict=True):
+            patched.setdefault(row, {}).setdefault(name, value)  # a record's own value wins
+    return stored[0]
 
 
 def _decoded(texts: list[str]) -> list[dict[str, Any]]:
