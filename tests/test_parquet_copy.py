@@ -474,6 +474,27 @@ class TestLoadFromCopies:
         assert steps == [0, *range(1, 2001), 0, *range(1501, 3001)]  # in line order
         assert copied[0][0]["step"].dropna().astype(int).tolist() == list(range(1, 3001))
 
+    @pytest.mark.parametrize("resumed", [False, True], ids=["one_attempt", "resumed"])
+    def test_the_frame_from_a_copy_can_be_written_to(self, tmp_path: Path, resumed: bool) -> None:
+        """pandas writes into a frame's columns in place: they are numpy's, not the copy's."""
+        steps = range(1, 2001)
+        lines = [line("train", ts=T0 + s, step=s, loss=1 / s, ok=s % 2 == 0) for s in steps]
+        if resumed:
+            lines.insert(1500, line("run_start", ts=T0, attempt=2, resume_step=1200))
+        lines += [line("eval", ts=T0 + 2001, step=2000, accuracy=0.5)]  # gaps in step-less ones
+        path = write(tmp_path / "r.jsonl", *lines)
+        assert write_copy(path) is not None
+
+        frame = runlines.load(path)
+        first = frame.index[0]
+        frame.loc[first, ["ts", "loss", "accuracy"]] = 0.0
+        frame.loc[first, "step"] = 7
+        frame.loc[first, "ok"] = False
+        frame.iloc[1, frame.columns.get_loc("step")] = 8
+
+        assert frame.loc[first, ["ts", "loss", "step", "ok"]].tolist() == [0.0, 0.0, 7, False]
+        assert frame["step"].iloc[1] == 8
+
     def test_a_field_of_two_types_in_two_buckets(self, tmp_path: Path) -> None:
         """`value` is an int in eval, a float in train and text in warning: one column each."""
         lines = []

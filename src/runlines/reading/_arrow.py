@@ -921,7 +921,7 @@ class _Columns:
         import pyarrow as pa
 
         is_float = pa.types.is_floating(kind)
-        filler = False if pa.types.is_boolean(kind) else 0
+        filler = False
         dtype = np.float64 if is_float else kind.to_pandas_dtype()
         values: list[npt.NDArray[Any]] = []
         valid: list[_Bools] = []
@@ -935,14 +935,22 @@ class _Columns:
             column = pa.chunked_array(arrays, type=kind)
             if isinstance(taken, int):
                 column = column.slice(0, taken)
-            numbers = (column if is_float else column.fill_null(filler)).to_numpy()
             present = (
                 column.is_valid().to_numpy(zero_copy_only=False)
                 if column.null_count
                 else np.ones(len(column), dtype=bool)
             )
-            values.append(numbers if isinstance(taken, int) else numbers[taken])
-            valid.append(present if isinstance(taken, int) else present[taken])
+            if pa.types.is_integer(kind):
+                numbers = _own_ints(column, present)
+            else:  # NaN or False where missing
+                numbers = (column if is_float else column.fill_null(filler)).to_numpy()
+            if isinstance(taken, int):
+                # pandas writes into a frame's columns in place: numpy's own, not Arrow's
+                values.append(numbers if numbers.flags.writeable else numbers.copy())
+                valid.append(present)
+            else:
+                values.append(numbers[taken])
+                valid.append(present[taken])
         if len(values) == 1:
             return _Numbers(values[0], valid[0])
         if not values:
@@ -1040,6 +1048,20 @@ def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
         size = int(keep.sum())
     sizes = [p.table.num_rows for log in logs for p in log.pieces]
     return _Layout(size, np.split(where, np.cumsum(sizes)[:-1]) if sizes else [])
+
+
+def _own_ints(column: Any, present: _Bools) -> _Ints:
+    """Return an int64 column as a numpy array of its own, 0 where missing: one copy of the
+    Arrow values (`fill_null` would make a second)."""
+    import numpy as np
+
+    chunk = column.combine_chunks()
+    if not chunk.null_count:
+        return np.array(chunk.to_numpy(), dtype=np.int64)
+    data = np.frombuffer(chunk.buffers()[1], dtype=np.int64)
+    values = data[chunk.offset : chunk.offset + len(chunk)].copy()
+    values[~present] = 0
+    return values
 
 
 def _in_order(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout | None:

@@ -160,11 +160,12 @@ def load_with_presence(
     attempt, rewound = _attempts(table, logs)
     keep = ~rewound
     frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, None))
-    layout = table.full if keep.all() else _layout(logs, keep)
+    whole = bool(keep.all())
+    layout = table.full if whole else _layout(logs, keep)
     present: dict[str, _Bools] = {}
     for name in frame.columns:
         if name in table.names and name not in FIRST_COLUMNS:
-            column = table.get(name) if layout is table.full else table.build(name, layout)
+            column = table.get(name) if whole else table.build(name, layout)
             if isinstance(column, _Numbers):
                 present[name] = column.valid
     return frame, present
@@ -225,10 +226,11 @@ def _frame(
     """
     import numpy as np
 
-    layout = table.full if keep.all() else _layout(logs, keep)
+    whole = bool(keep.all())  # the table's own layout (made only when asked for)
+    layout = table.full if whole else _layout(logs, keep)
 
     def built(name: str) -> Any:
-        return table.get(name) if layout is table.full else table.build(name, layout)
+        return table.get(name) if whole else table.build(name, layout)
 
     def which_log() -> _Ints:
         """Return each output row's log (made only for the columns that need it)."""
