@@ -1008,6 +1008,8 @@ class _Columns:
     def _object_column(self, name: str, layout: _Layout) -> Any:
         import numpy as np
 
+        if layout.taken is not None:
+            return self._object_in_order(name, layout)
         out = np.full(layout.size, None, dtype=object)
         for piece, positions in zip(self.pieces, layout.positions, strict=True):
             column = piece.column(name)
@@ -1020,6 +1022,29 @@ class _Columns:
             for row, value in zip(rows, patched, strict=True):
                 if positions[row] >= 0:
                     out[positions[row]] = value
+        return out
+
+    def _object_in_order(self, name: str, layout: _Layout) -> Any:
+        """Return an object column of pieces in output order, placing only the rows that
+        hold a value (no position array over all rows)."""
+        import numpy as np
+
+        out = np.full(layout.size, None, dtype=object)
+        offset = 0
+        for number, (piece, taken) in enumerate(zip(self.pieces, layout.taken or [], strict=True)):
+            column = piece.column(name)
+            if column is not None and _arrow_kind(column.type) is not None:
+                valid = column.is_valid()
+                where = _places(np.flatnonzero(valid.to_numpy(zero_copy_only=False)), taken, offset)
+                values = column.filter(valid).to_numpy(zero_copy_only=False)
+                out[where[where >= 0]] = values[where >= 0]
+            rows, patched = piece.patches.get(name, ([], []))
+            if rows:
+                where = _places(np.asarray(rows, dtype=np.int64), taken, offset)
+                for index, value in zip(where.tolist(), patched, strict=True):
+                    if index >= 0:
+                        out[index] = value
+            offset += layout.kept(number)
         return out
 
 
@@ -1048,6 +1073,16 @@ def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
         size = int(keep.sum())
     sizes = [p.table.num_rows for log in logs for p in log.pieces]
     return _Layout(size, np.split(where, np.cumsum(sizes)[:-1]) if sizes else [])
+
+
+def _places(rows: _Ints, taken: int | _Bools, offset: int) -> _Ints:
+    """Return the output places of rows *rows* of a piece that the output takes as *taken*
+    says (see `_Layout`), from *offset* on; -1 for a row it drops."""
+    import numpy as np
+
+    if isinstance(taken, int):
+        return np.where(rows < taken, rows + offset, -1)
+    return np.where(taken[rows], np.cumsum(taken, dtype=np.int64)[rows] - 1 + offset, -1)
 
 
 def _own_ints(column: Any, present: _Bools) -> _Ints:
