@@ -1090,13 +1090,12 @@ def _own_ints(column: Any, present: _Bools) -> _Ints:
     Arrow values (`fill_null` would make a second)."""
     import numpy as np
 
-    chunk = column.combine_chunks()
+    # one chunk as it is: combine_chunks() would copy a slice of it
+    chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if not chunk.null_count:
         return np.array(chunk.to_numpy(), dtype=np.int64)
     data = np.frombuffer(chunk.buffers()[1], dtype=np.int64)
-    values = data[chunk.offset : chunk.offset + len(chunk)].copy()
-    values[~present] = 0
-    return values
+    return np.where(present, data[chunk.offset : chunk.offset + len(chunk)], 0)
 
 
 def _in_order(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout | None:
