@@ -749,8 +749,8 @@ class _Layout:
     """Where each piece's rows go in the output: one array per piece, -1 for a dropped row.
 
     Where each piece's kept rows are in output order (copies alone), `taken` says which
-    rows of each piece the output takes in turn: its first N rows (an int: numpy views and
-    Arrow slices of the piece's columns, no copies), or those of a mask. The positions are
+    rows of each piece the output takes in turn: its first N rows (an int: slices of the
+    piece's columns, nothing reordered), or those of a mask. The positions are
     then made only when asked for.
     """
 
@@ -915,7 +915,8 @@ class _Columns:
     def _numbers_in_order(self, name: str, kind: Any, layout: _Layout) -> _Numbers:
         """Take each piece's numbers as they are, its kept rows only: pieces in output order.
 
-        A float column without nulls is numpy's view of the Arrow values, not a copy.
+        Each column is one copy of the Arrow values into numpy (whose arrays pandas may write
+        into in place), none reordered.
         """
         import numpy as np
         import pyarrow as pa
