@@ -776,15 +776,9 @@ class _Layout:
 
         if self._positions is None:
             made, offset = [], 0
-            for taken, rows in zip(self.taken or [], self.rows or [], strict=True):
-                if isinstance(taken, int):
-                    place = np.full(rows, -1, dtype=np.int64)
-                    place[:taken] = np.arange(offset, offset + taken)
-                    offset += taken
-                else:
-                    place = np.where(taken, np.cumsum(taken, dtype=np.int64) - 1 + offset, -1)
-                    offset += int(taken.sum())
-                made.append(place)
+            for number, rows in enumerate(self.rows or []):
+                made.append(_places(np.arange(rows), (self.taken or [])[number], offset))
+                offset += self.kept(number)
             self._positions = made
         return self._positions
 
@@ -891,9 +885,9 @@ class _Columns:
         import numpy as np
         import pyarrow as pa
 
-        is_float = pa.types.is_floating(kind)
         if layout.taken is not None:
             return self._numbers_in_order(name, kind, layout)
+        is_float = pa.types.is_floating(kind)
         # one spare slot at the end takes the dropped rows (position -1): no masks, no copies
         size = layout.size + 1
         values = np.full(size, np.nan) if is_float else np.zeros(size, kind.to_pandas_dtype())
@@ -922,7 +916,6 @@ class _Columns:
         import pyarrow as pa
 
         is_float = pa.types.is_floating(kind)
-        filler = False
         dtype = np.float64 if is_float else kind.to_pandas_dtype()
         values: list[npt.NDArray[Any]] = []
         valid: list[_Bools] = []
@@ -944,7 +937,7 @@ class _Columns:
             if pa.types.is_integer(kind):
                 numbers = _own_ints(column, present)
             else:  # NaN or False where missing
-                numbers = (column if is_float else column.fill_null(filler)).to_numpy()
+                numbers = (column if is_float else column.fill_null(False)).to_numpy()  # bools
             if isinstance(taken, int):
                 # pandas writes into a frame's columns in place: numpy's own, not Arrow's
                 values.append(numbers if numbers.flags.writeable else numbers.copy())
