@@ -60,3 +60,34 @@ def test_a_run_opened_in_a_fresh_process_writes_its_records(tmp_path: Path) -> N
 
     lines = (tmp_path / "a.jsonl").read_text().splitlines()
     assert [json.loads(line)["event"] for line in lines] == ["run_start", "step", "span", "run_end"]
+
+
+# `load` is often a fresh process's one call (a script, a notebook's first cell), and what it
+# imports is part of the read: reading a finished run needs neither the writer nor the
+# summaries, diffs and error hints of the other readers.
+NOT_FOR_LOAD = (
+    *("runlines.run", "runlines._writer", "runlines.redaction", "runlines.sampling"),
+    *("runlines.reading._diff", "runlines.reading._summary", "runlines.reading._table"),
+    *("runlines.reading._summary_columns", "difflib", "statistics"),
+)
+
+
+def test_load_of_a_finished_run_imports_neither_the_writer_nor_other_readers(
+    tmp_path: Path,
+) -> None:
+    from runlines import Run
+
+    with Run("a", tmp_path, stdout=False, compact=True) as run:
+        run.log("step", step=1, loss=0.5)
+    code = (
+        "import sys, runlines\n"
+        f"frame = runlines.load({str(tmp_path / 'a.jsonl')!r})\n"
+        "print(len(frame), ' '.join(sorted(sys.modules)))\n"
+    )
+
+    rows, *loaded = _run(code).split()
+
+    assert (tmp_path / "a.parquet").exists()
+    assert rows == "3"
+    assert "runlines.reading._frames" in loaded  # the check sees what load imports
+    assert sorted(set(loaded).intersection(NOT_FOR_LOAD)) == []

@@ -21,12 +21,12 @@ from runlines.errors import (
     RunLockedError,
     RunStateError,
 )
-from runlines.redaction import Redactor
-from runlines.run import Run
 
 if typing.TYPE_CHECKING:
     from runlines.fields import Field, Vocabulary
     from runlines.reading import compare, diff, iter_events, load, runs
+    from runlines.redaction import Redactor
+    from runlines.run import Run
     from runlines.serve import serve
     from runlines.sql import export, query
 
@@ -56,8 +56,11 @@ __all__ = [
 ]
 
 # Imported on first use: a training process that only writes never pays for the read side,
-# nor for the vocabulary before its first Run opens.
+# nor for the vocabulary before its first Run opens; a process that only reads (`load` in a
+# notebook, the CLI) never pays for the writer.
 _LAZY = {
+    "Redactor": "runlines.redaction",
+    "Run": "runlines.run",
     **dict.fromkeys(("Field", "Vocabulary"), "runlines.fields"),
     **dict.fromkeys(("compare", "diff", "iter_events", "load", "runs"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),

@@ -9,32 +9,33 @@ table row), `_table` (runs), `_diff` (diff), `_duckdb` (SQL) and `_spark` (Spark
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runlines.reading._diff import MetricDiff, RunDiff, diff
-from runlines.reading._files import (
-    LOG_SUFFIX,
-    LogFile,
-    find_logs,
-    is_locked,
-    lock_path,
-    log_file,
-    run_labels,
-    sha256_of,
-)
-from runlines.reading._frames import compare, load, numeric_fields
-from runlines.reading._lines import (
-    LogFollower,
-    decode_line,
-    head_record,
-    iter_events,
-    last_records,
-    lines_containing,
-    skipped_lines_message,
-)
-from runlines.reading._rules import AGGREGATIONS
-from runlines.reading._summary import RunSummary, attempt_count, lifecycle, run_status
-from runlines.reading._table import runs
+if TYPE_CHECKING:
+    from runlines.reading._diff import MetricDiff, RunDiff, diff
+    from runlines.reading._files import (
+        LOG_SUFFIX,
+        LogFile,
+        find_logs,
+        is_locked,
+        lock_path,
+        log_file,
+        run_labels,
+        sha256_of,
+    )
+    from runlines.reading._frames import compare, load, numeric_fields
+    from runlines.reading._lines import (
+        LogFollower,
+        decode_line,
+        head_record,
+        iter_events,
+        last_records,
+        lines_containing,
+        skipped_lines_message,
+    )
+    from runlines.reading._rules import AGGREGATIONS
+    from runlines.reading._summary import RunSummary, attempt_count, lifecycle, run_status
+    from runlines.reading._table import runs
 
 __all__ = [
     "AGGREGATIONS",
@@ -66,6 +67,26 @@ __all__ = [
     "skipped_lines_message",
 ]
 
+# Each name is imported from its module on first use: `load` of a finished run then pays for
+# the modules it runs, not for `diff`'s or `runs`' (a fresh process's import is part of a read).
+_HOMES = {
+    **dict.fromkeys(("MetricDiff", "RunDiff", "diff"), "_diff"),
+    **dict.fromkeys(
+        ("LOG_SUFFIX", "LogFile", "find_logs", "is_locked", "lock_path", "log_file",
+         "run_labels", "sha256_of"),
+        "_files",
+    ),
+    **dict.fromkeys(("compare", "load", "numeric_fields"), "_frames"),
+    **dict.fromkeys(
+        ("LogFollower", "decode_line", "head_record", "iter_events", "last_records",
+         "lines_containing", "skipped_lines_message"),
+        "_lines",
+    ),
+    "AGGREGATIONS": "_rules",
+    **dict.fromkeys(("RunSummary", "attempt_count", "lifecycle", "run_status"), "_summary"),
+    "runs": "_table",
+}  # fmt: skip
+
 # What `ls`, `show` and `which` print moved to the CLI; the names stay importable from here.
 _MOVED = frozenset(
     {"ArtifactMatch", "RunDetails", "describe", "find_artifact", "last_value", "main_metric",
@@ -74,7 +95,16 @@ _MOVED = frozenset(
 
 
 def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is not None:
+        value = getattr(importlib.import_module(f"runlines.reading.{home}"), name)
+        globals()[name] = value
+        return value
     if name not in _MOVED:
         msg = f"module 'runlines.reading' has no attribute {name!r}"
         raise AttributeError(msg)
     return getattr(importlib.import_module("runlines.cli._summaries"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -7,6 +7,7 @@ nested, non-finite or type-conflicting ones. numpy and pyarrow are imported in t
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -706,15 +707,18 @@ def _arrow_kind(kind: Any) -> str | None:
     return "bool" if pa.types.is_boolean(kind) else "other"
 
 
-def _python_kind(value: Any) -> str | None:
-    kind = type(value)
-    if value is None:
-        return None
-    if kind is int and not -(2**63) <= value < 2**63:
-        return "bigint"  # exact in an object column, not rounded into floats
-    if kind in (bool, int, float, str):
-        return kind.__name__
-    return "other"
+_KINDS: Final = {type(None): None, bool: "bool", int: "int", float: "float", str: "str"}
+
+
+def _python_kinds(values: Sequence[Any]) -> set[str | None]:
+    """Return the value kinds of Python *values* (None for None), by their distinct types."""
+    types = set(map(type, values))
+    kinds = {_KINDS.get(kind, "other") for kind in types}
+    if int in types:
+        ints = [value for value in values if type(value) is int]
+        if not -(2**63) <= min(ints) <= max(ints) < 2**63:
+            kinds.add("bigint")  # exact in an object column, not rounded into floats
+    return kinds
 
 
 def _common_type(kinds: set[str | None]) -> Any:
@@ -731,15 +735,33 @@ def _common_type(kinds: set[str | None]) -> Any:
     return pa.bool_() if kinds == {"bool"} else None
 
 
-@dataclass(frozen=True, slots=True)
 class _Numbers:
     """A number or boolean column as numpy values and where they are present.
 
-    Floats hold NaN where missing; ints and bools hold 0 or False there.
+    Floats hold NaN where missing; ints and bools hold 0 or False there. Where they are
+    present may be made on first use (*validity*): a frame of floats never asks.
     """
 
-    values: npt.NDArray[Any]
-    valid: _Bools
+    __slots__ = ("_valid", "_validity", "values")
+
+    def __init__(
+        self,
+        values: npt.NDArray[Any],
+        valid: _Bools | None = None,
+        *,
+        validity: Callable[[], _Bools] | None = None,
+    ) -> None:
+        self.values = values
+        self._valid = valid
+        self._validity = validity
+
+    @property
+    def valid(self) -> _Bools:
+        """Return, per row, whether it holds a value."""
+        if self._valid is None:
+            assert self._validity is not None, "a _Numbers needs valid or validity"
+            self._valid, self._validity = self._validity(), None
+        return self._valid
 
     def __len__(self) -> int:
         return len(self.values)
@@ -866,8 +888,9 @@ class _Columns:
         """
         import pyarrow as pa
 
-        kinds = {_python_kind(v) for p in self.pieces for v in p.patches.get(name, ((), ()))[1]}
+        kinds: set[str | None] = set()
         for piece in self.pieces:
+            kinds |= _python_kinds(piece.patches.get(name, ((), ()))[1])
             place = piece.places.get(name)
             if place is not None:
                 kinds.add(_arrow_kind(piece.table.schema.field(place).type))
@@ -918,7 +941,7 @@ class _Columns:
         is_float = pa.types.is_floating(kind)
         dtype = np.float64 if is_float else kind.to_pandas_dtype()
         values: list[npt.NDArray[Any]] = []
-        valid: list[_Bools] = []
+        valid: list[_Bools | Callable[[], _Bools]] = []  # floats': made when asked for
         for number, (piece, taken) in enumerate(zip(self.pieces, layout.taken or [], strict=True)):
             arrays = _arrow_chunks(piece, name, kind)
             if not arrays:
@@ -929,27 +952,27 @@ class _Columns:
             column = pa.chunked_array(arrays, type=kind)
             if isinstance(taken, int):
                 column = column.slice(0, taken)
-            present = (
-                column.is_valid().to_numpy(zero_copy_only=False)
-                if column.null_count
-                else np.ones(len(column), dtype=bool)
-            )
-            if pa.types.is_integer(kind):
-                numbers = _own_ints(column, present)
-            else:  # NaN or False where missing
-                numbers = (column if is_float else column.fill_null(False)).to_numpy()  # bools
+            maker = _validity(column)
+            present: _Bools | Callable[[], _Bools] = maker
+            if is_float:  # NaN where missing
+                numbers = column.to_numpy()
+            else:  # ints and bools use their mask now
+                present = mask = maker()
+                ints = pa.types.is_integer(kind)
+                numbers = _own_ints(column, mask) if ints else column.fill_null(False).to_numpy()
             if isinstance(taken, int):
                 # pandas writes into a frame's columns in place: numpy's own, not Arrow's
                 values.append(numbers if numbers.flags.writeable else numbers.copy())
                 valid.append(present)
             else:
                 values.append(numbers[taken])
-                valid.append(present[taken])
-        if len(values) == 1:
-            return _Numbers(values[0], valid[0])
+                valid.append(_taken(present, taken))
         if not values:
             return _Numbers(np.zeros(0, dtype), np.zeros(0, dtype=bool))
-        return _Numbers(np.concatenate(values), np.concatenate(valid))
+        joined = values[0] if len(values) == 1 else np.concatenate(values)
+        if any(callable(part) for part in valid):
+            return _Numbers(joined, validity=functools.partial(_joined, valid))
+        return _Numbers(joined, _joined(valid))
 
     def _arrow_column(self, name: str, kind: Any, layout: _Layout) -> Any:
         import numpy as np
@@ -1013,9 +1036,9 @@ class _Columns:
                 values = column.filter(valid).to_numpy(zero_copy_only=False)
                 out[at[at >= 0]] = values[at >= 0]
             rows, patched = piece.patches.get(name, ([], []))
-            for row, value in zip(rows, patched, strict=True):
-                if positions[row] >= 0:
-                    out[positions[row]] = value
+            if rows:
+                at = positions[rows]
+                out[at[at >= 0]] = _objects(patched)[at >= 0]
         return out
 
     def _object_in_order(self, name: str, layout: _Layout) -> Any:
@@ -1035,11 +1058,43 @@ class _Columns:
             rows, patched = piece.patches.get(name, ([], []))
             if rows:
                 where = _places(np.asarray(rows, dtype=np.int64), taken, offset)
-                for index, value in zip(where.tolist(), patched, strict=True):
-                    if index >= 0:
-                        out[index] = value
+                out[where[where >= 0]] = _objects(patched)[where >= 0]
             offset += layout.kept(number)
         return out
+
+
+def _validity(column: Any) -> Callable[[], _Bools]:
+    """Return a maker of *column*'s present mask: its bitmap is taken now, and unpacked into
+    bools (a byte a row) only when called."""
+    import numpy as np
+
+    size = len(column)
+    if not column.null_count:
+        return lambda: np.ones(size, dtype=bool)
+    bits = column.is_valid()
+    return functools.partial(bits.to_numpy, zero_copy_only=False)
+
+
+def _taken(present: _Bools | Callable[[], _Bools], taken: _Bools) -> _Bools | Callable[[], _Bools]:
+    """Return the rows *taken* of a present mask, or a maker of them for a maker of one."""
+    if callable(present):
+        return lambda: present()[taken]
+    return present[taken]
+
+
+def _joined(parts: list[_Bools | Callable[[], _Bools]]) -> _Bools:
+    """Return the pieces' present masks, made where they are makers, as one mask."""
+    import numpy as np
+
+    masks = [part() if callable(part) else part for part in parts]
+    return masks[0] if len(masks) == 1 else np.concatenate(masks)
+
+
+def _objects(values: list[Any]) -> npt.NDArray[np.object_]:
+    """Return *values* as a numpy object array, one slot each (a list stays one value)."""
+    import numpy as np
+
+    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def _layout(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout:
@@ -1088,6 +1143,10 @@ def _own_ints(column: Any, present: _Bools) -> _Ints:
     chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if not chunk.null_count:
         return np.array(chunk.to_numpy(), dtype=np.int64)
+    if chunk.null_count > len(chunk) // 2:  # mostly missing: zeros (pages the system gives
+        values = np.zeros(len(chunk), dtype=np.int64)  # untouched), the few values placed
+        values[present] = chunk.drop_null().to_numpy()
+        return values
     data = np.frombuffer(chunk.buffers()[1], dtype=np.int64)
     return np.where(present, data[chunk.offset : chunk.offset + len(chunk)], 0)
 

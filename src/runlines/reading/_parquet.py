@@ -38,12 +38,12 @@ from runlines.reading._arrow import (
 from runlines.reading._files import LogFile, find_logs, is_locked, log_file
 from runlines.reading._lines import LONG_INT, decode_line, skipped_lines_message
 from runlines.reading._rules import Errors
-from runlines.reading._summary import RunSummary
-from runlines.reading._summary_columns import declines, line_reader, summary_state
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
+
+    from runlines.reading._summary import RunSummary
 
 __all__ = ["COPY_FORMAT", "compact", "copy_summary", "read_log", "write_copy"]
 
@@ -107,6 +107,9 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    # the summary's modules are imported where a copy is written: `load` never needs them
+    from runlines.reading._summary_columns import declines, line_reader, summary_state
 
     log = log_file(path)
     info, data = _complete_lines(log.path)
@@ -198,6 +201,8 @@ def _python_summary(path: Path, size: int) -> tuple[dict[str, Any], list[int]]:
     """Return the `RunSummary` state of the log's first *size* bytes, read as `iter_events`
     reads them, and the lines it skips (the copy records them, and runs() warns about them).
     """
+    from runlines.reading._summary import RunSummary
+
     summary = RunSummary(path)
     bad: list[int] = []
     with open_regular(path) as stream:
@@ -335,6 +340,8 @@ def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
 
     Reads only the copy's footer: what it covers and the summary, not its columns.
     """
+    from runlines.reading._summary import RunSummary
+
     found = _checked_copy(log, (_KEY, _SUMMARY_KEY))
     if found is None:
         return None
@@ -594,25 +601,24 @@ def _from_copy(log: LogFile, meta: _Meta, path: Path, events: Collection[str] | 
     bookkeeping = [_LINE, _PATCH, _ATTEMPT, _SUPERSEDED]
     bookkeeping += [] if events is None else [_NULLS] if every else [_NULLS, _PIECE]
     names = [f"c{index}" for index in sorted({i for held in storage.values() for i in held})]
-    table = pq.read_table(path, columns=[*names, *bookkeeping])
+    with pq.ParquetFile(path) as copy:  # one chunk per row group: read_table's dataset
+        table = copy.read(columns=[*names, *bookkeeping])  # splits columns into batches
     pa.default_memory_pool().release_unused()  # the pages the read used and freed
     if not every:
         rows = np.isin(table.column(_PIECE).to_numpy(), np.asarray(kept, dtype=np.int32))
         table = table.filter(pa.array(rows))
     patches = table.column(_PATCH)
     at = np.flatnonzero(patches.is_valid().to_numpy(zero_copy_only=False))
-    patched = dict(zip(at.tolist(), _decoded(patches.take(pa.array(at)).to_pylist()), strict=True))
-    columns: dict[str, Any] = {}
-    for name, held in storage.items():
-        columns[name] = _one_column(table, held, name, patched)
+    records = _decoded(patches.take(pa.array(at)).to_pylist())
+    columns = {name: _one_column(table, held) for name, held in storage.items()}
     if columns:
-        piece_table = pa.table(columns)
+        piece_table = pa.table({name: column for name, (column, _) in columns.items()})
     else:  # rows without fields ({}): a table of no columns that keeps its row count
         piece_table = pa.table({"": pa.nulls(table.num_rows)}).drop_columns([""])
-    where = sorted(patched)
-    piece = _Piece(
-        piece_table, table.column(_LINE).to_numpy(), where, [patched[row] for row in where]
-    )
+    piece = _Piece(piece_table, table.column(_LINE).to_numpy(), at.tolist(), records)
+    for name, (_, others) in columns.items():
+        if others:
+            piece.patches[name] = _merged(piece.patches.get(name, ([], [])), others)
     piece.fields = fields
     if events is not None:
         piece.nulls = _nulls_of(table.column(_NULLS))
@@ -643,25 +649,36 @@ def _late_places(lines: npt.NDArray[np.int64], first: int) -> npt.NDArray[np.int
     return np.arange(len(late), dtype=np.int64) + np.searchsorted(lines[:first], late)
 
 
-def _one_column(table: Any, held: list[int], name: str, patched: dict[int, dict[str, Any]]) -> Any:
-    """Return field *name*'s column: the storage column of *held* with the most values; the
-    values of its other ones (other types) go to the records *patched*, by row.
+def _one_column(table: Any, held: list[int]) -> tuple[Any, list[Any]]:
+    """Return a field's column: the storage column of *held* with the most values, and its
+    other ones (values of other types), which `_merged` adds to the Python values.
 
     A piece's column has one type; values of other types are Python's, as when Python read
     their lines, and `_Columns.build` then makes of them what it makes of the JSONL's pieces.
     """
-    import numpy as np
-    import pyarrow as pa
-
     stored = [table.column(f"c{index}") for index in held]
     stored.sort(key=lambda column: column.null_count)
-    for column in stored[1:]:  # as `_Columns._object_column` takes them: numpy's values
+    return stored[0], stored[1:]
+
+
+def _merged(patch: tuple[list[int], list[Any]], others: list[Any]) -> tuple[list[int], list[Any]]:
+    """Return a field's Python values (rows, values) with those of columns *others* added,
+    in row order; where a row has both, its Python value wins."""
+    import numpy as np
+
+    rows = [np.asarray(patch[0], dtype=np.int64)]
+    values = [np.fromiter(patch[1], dtype=object, count=len(patch[1]))]
+    for column in others:  # as `_Columns._object_column` takes them: numpy's values
         valid = column.is_valid().to_numpy(zero_copy_only=False)
-        values = np.empty(int(valid.sum()), dtype=object)
-        values[:] = column.filter(pa.array(valid)).to_numpy(zero_copy_only=False)
-        for row, value in zip(np.flatnonzero(valid).tolist(), values.tolist(), strict=True):
-            patched.setdefault(row, {}).setdefault(name, value)  # a record's own value wins
-    return stored[0]
+        found = np.flatnonzero(valid)
+        found_values = np.empty(len(found), dtype=object)
+        found_values[:] = column.drop_null().to_numpy(zero_copy_only=False)
+        fresh = ~np.isin(found, np.concatenate(rows))
+        rows.append(found[fresh])
+        values.append(found_values[fresh])
+    every = np.concatenate(rows)
+    order = np.argsort(every, kind="stable")
+    return every[order].tolist(), np.concatenate(values)[order].tolist()
 
 
 def _decoded(texts: list[str]) -> list[dict[str, Any]]:

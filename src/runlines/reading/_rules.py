@@ -9,7 +9,6 @@ record past that step. `superseded=True` keeps them all.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeGuard
@@ -54,6 +53,8 @@ def check_errors(errors: str) -> None:
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ` (did you mean 'x'?)` for the choice closest to *name*, or ''."""
+    import difflib  # only an error message needs it
+
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
