@@ -1027,7 +1027,7 @@ class _Columns:
 
         if layout.taken is not None:
             return self._object_in_order(name, layout)
-        out = np.full(layout.size, None, dtype=object)
+        out = np.empty(layout.size, dtype=object)  # numpy fills its slots with None
         for piece, positions in zip(self.pieces, layout.positions, strict=True):
             column = piece.column(name)
             if column is not None and _arrow_kind(column.type) is not None:
@@ -1046,7 +1046,7 @@ class _Columns:
         hold a value (no position array over all rows)."""
         import numpy as np
 
-        out = np.full(layout.size, None, dtype=object)
+        out = np.empty(layout.size, dtype=object)  # numpy fills its slots with None
         offset = 0
         for number, (piece, taken) in enumerate(zip(self.pieces, layout.taken or [], strict=True)):
             column = piece.column(name)
