@@ -776,7 +776,7 @@ class _Layout:
     then made only when asked for.
     """
 
-    __slots__ = ("_positions", "rows", "size", "taken")
+    __slots__ = ("_offsets", "_positions", "rows", "size", "taken")
 
     def __init__(
         self,
@@ -790,6 +790,7 @@ class _Layout:
         self._positions = positions
         self.taken = taken
         self.rows = rows  # each piece's row count, with `taken`
+        self._offsets: list[int] | None = None  # with `taken`: each piece's first place
 
     @property
     def positions(self) -> list[_Ints]:
@@ -797,12 +798,19 @@ class _Layout:
         import numpy as np
 
         if self._positions is None:
-            made, offset = [], 0
-            for number, rows in enumerate(self.rows or []):
-                made.append(_places(np.arange(rows), (self.taken or [])[number], offset))
-                offset += self.kept(number)
-            self._positions = made
+            counts = self.rows or []
+            self._positions = [self.places(i, np.arange(count)) for i, count in enumerate(counts)]
         return self._positions
+
+    def places(self, piece: int, rows: _Ints) -> _Ints:
+        """Return the output places of rows *rows* of piece number *piece* (-1: dropped),
+        without the positions of all its rows where `taken` says them."""
+        if self.taken is None:
+            return self.positions[piece][rows]
+        if self._offsets is None:
+            counts = map(self.kept, range(len(self.taken)))
+            self._offsets = list(itertools.accumulate(counts, initial=0))
+        return _places(rows, self.taken[piece], self._offsets[piece])
 
     def kept(self, piece: int) -> int:
         """Return how many rows of piece number *piece* the output takes (with `taken`)."""
@@ -941,23 +949,23 @@ class _Columns:
         is_float = pa.types.is_floating(kind)
         dtype = np.float64 if is_float else kind.to_pandas_dtype()
         values: list[npt.NDArray[Any]] = []
-        valid: list[_Bools | Callable[[], _Bools]] = []  # floats': made when asked for
+        valid: list[Callable[[], _Bools]] = []  # per piece, a maker of its present mask
         for number, (piece, taken) in enumerate(zip(self.pieces, layout.taken or [], strict=True)):
             arrays = _arrow_chunks(piece, name, kind)
             if not arrays:
                 kept = layout.kept(number)
                 values.append(np.full(kept, np.nan) if is_float else np.zeros(kept, dtype))
-                valid.append(np.zeros(kept, dtype=bool))
+                valid.append(functools.partial(_same, np.zeros(kept, dtype=bool)))
                 continue
             column = pa.chunked_array(arrays, type=kind)
             if isinstance(taken, int):
                 column = column.slice(0, taken)
-            maker = _validity(column)
-            present: _Bools | Callable[[], _Bools] = maker
+            present = _validity(column)
             if is_float:  # NaN where missing
                 numbers = column.to_numpy()
             else:  # ints and bools use their mask now
-                present = mask = maker()
+                mask = present()
+                present = functools.partial(_same, mask)
                 ints = pa.types.is_integer(kind)
                 numbers = _own_ints(column, mask) if ints else column.fill_null(False).to_numpy()
             if isinstance(taken, int):
@@ -966,13 +974,13 @@ class _Columns:
                 valid.append(present)
             else:
                 values.append(numbers[taken])
-                valid.append(_taken(present, taken))
+                valid.append(functools.partial(_rows_of, present, taken))
         if not values:
             return _Numbers(np.zeros(0, dtype), np.zeros(0, dtype=bool))
         joined = values[0] if len(values) == 1 else np.concatenate(values)
-        if any(callable(part) for part in valid):
-            return _Numbers(joined, validity=functools.partial(_joined, valid))
-        return _Numbers(joined, _joined(valid))
+        validity = functools.partial(_joined, valid)
+        # a float column's mask is made only when asked for: load() never asks
+        return _Numbers(joined, validity=validity) if is_float else _Numbers(joined, validity())
 
     def _arrow_column(self, name: str, kind: Any, layout: _Layout) -> Any:
         import numpy as np
@@ -1023,43 +1031,21 @@ class _Columns:
         return pa.chunked_array(parts, wide)
 
     def _object_column(self, name: str, layout: _Layout) -> Any:
+        """Return an object column, placing only the rows that hold a value."""
         import numpy as np
 
-        if layout.taken is not None:
-            return self._object_in_order(name, layout)
         out = np.empty(layout.size, dtype=object)  # numpy fills its slots with None
-        for piece, positions in zip(self.pieces, layout.positions, strict=True):
+        for number, piece in enumerate(self.pieces):
             column = piece.column(name)
             if column is not None and _arrow_kind(column.type) is not None:
                 valid = column.is_valid()
-                at = positions[valid.to_numpy(zero_copy_only=False)]
+                at = layout.places(number, np.flatnonzero(valid.to_numpy(zero_copy_only=False)))
                 values = column.filter(valid).to_numpy(zero_copy_only=False)
                 out[at[at >= 0]] = values[at >= 0]
             rows, patched = piece.patches.get(name, ([], []))
             if rows:
-                at = positions[rows]
+                at = layout.places(number, np.asarray(rows, dtype=np.int64))
                 out[at[at >= 0]] = _objects(patched)[at >= 0]
-        return out
-
-    def _object_in_order(self, name: str, layout: _Layout) -> Any:
-        """Return an object column of pieces in output order, placing only the rows that
-        hold a value (no position array over all rows)."""
-        import numpy as np
-
-        out = np.empty(layout.size, dtype=object)  # numpy fills its slots with None
-        offset = 0
-        for number, (piece, taken) in enumerate(zip(self.pieces, layout.taken or [], strict=True)):
-            column = piece.column(name)
-            if column is not None and _arrow_kind(column.type) is not None:
-                valid = column.is_valid()
-                where = _places(np.flatnonzero(valid.to_numpy(zero_copy_only=False)), taken, offset)
-                values = column.filter(valid).to_numpy(zero_copy_only=False)
-                out[where[where >= 0]] = values[where >= 0]
-            rows, patched = piece.patches.get(name, ([], []))
-            if rows:
-                where = _places(np.asarray(rows, dtype=np.int64), taken, offset)
-                out[where[where >= 0]] = _objects(patched)[where >= 0]
-            offset += layout.kept(number)
         return out
 
 
@@ -1075,18 +1061,21 @@ def _validity(column: Any) -> Callable[[], _Bools]:
     return functools.partial(bits.to_numpy, zero_copy_only=False)
 
 
-def _taken(present: _Bools | Callable[[], _Bools], taken: _Bools) -> _Bools | Callable[[], _Bools]:
-    """Return the rows *taken* of a present mask, or a maker of them for a maker of one."""
-    if callable(present):
-        return lambda: present()[taken]
-    return present[taken]
+def _same(mask: _Bools) -> _Bools:
+    """Return *mask* (a maker of a mask already made)."""
+    return mask
 
 
-def _joined(parts: list[_Bools | Callable[[], _Bools]]) -> _Bools:
-    """Return the pieces' present masks, made where they are makers, as one mask."""
+def _rows_of(present: Callable[[], _Bools], taken: _Bools) -> _Bools:
+    """Return the rows *taken* of the mask *present* makes."""
+    return present()[taken]
+
+
+def _joined(makers: list[Callable[[], _Bools]]) -> _Bools:
+    """Return the masks *makers* make, as one mask."""
     import numpy as np
 
-    masks = [part() if callable(part) else part for part in parts]
+    masks = [make() for make in makers]
     return masks[0] if len(masks) == 1 else np.concatenate(masks)
 
 
