@@ -95,6 +95,18 @@ class TestMetricOfOneEvent:
 
         assert table["r"].to_dict() == {1: 0.5, 2: 0.25}
 
+    def test_no_record_holding_both_fields_gives_an_empty_table(self, tmp_path: Path) -> None:
+        log = write(
+            tmp_path / "r.jsonl",
+            line("train_step", run="r", step=1),
+            line("eval", run="r", loss=0.5),  # no step
+        )
+
+        table = runlines.compare(log, metric="loss")
+
+        assert table.empty
+        assert list(table.columns) == []
+
     def test_cli_compare_prints_a_column_per_event(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

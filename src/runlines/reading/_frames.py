@@ -425,8 +425,9 @@ def compare(
     if by not in _TIME_AXES:
         _check_numeric(frame, by, "by")
     rows = frame[frame[metric].notna() & frame[by].notna()]
-    # an event that is no string (a hand-written `"event": []`) is no metric's event
-    rows = rows[[isinstance(e, str) for e in rows["event"]]]
+    # an event that is no string (a hand-written `"event": []`) is no metric's event; a mask,
+    # not a list, which pandas would take for column names when no row is left
+    rows = rows[rows["event"].map(lambda event: isinstance(event, str)).astype(bool)]
     events = list(pd.unique(rows["event"]))
     key = rows["run"]
     if len(events) > 1:  # the same field in several events: a column per run and event
