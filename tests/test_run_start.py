@@ -10,9 +10,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
+import runlines._context
 from runlines import Run, RunLockedError
+from runlines.reading import is_locked
 
 # Every test runs on log()'s C fast path and on its pure-Python path (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("fast_path")
@@ -104,13 +107,57 @@ class TestRefusedRunLeavesNothing:
         assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
 
 
-def test_a_log_that_cannot_be_opened_leaves_no_lock_behind(tmp_path: Path) -> None:
+def test_a_log_that_cannot_be_opened_leaves_only_a_free_lock_file(tmp_path: Path) -> None:
+    """The lock file stays: removing it could free a lock that another process waits for."""
     (tmp_path / "x.jsonl").mkdir()  # in the way of the log file
 
     with pytest.raises(OSError, match="cannot open the log file"):
         Run("x", tmp_path, stdout=False)
 
-    assert sorted(os.listdir(tmp_path)) == ["x.jsonl"]
+    assert sorted(os.listdir(tmp_path)) == ["x.jsonl", "x.jsonl.lock"]
+    assert not is_locked(tmp_path / "x.jsonl")
+
+
+@pytest.mark.parametrize("log_before", [None, b""], ids=["no-log", "empty-log"])
+def test_a_start_that_fails_removes_only_the_empty_log_it_created(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log_before: bytes | None
+) -> None:
+    log = tmp_path / "x.jsonl"
+    if log_before is not None:
+        log.write_bytes(log_before)
+
+    def fail(*args: Any) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(runlines._context, "describe_process", fail)  # before run_start
+    with pytest.raises(MemoryError):
+        Run("x", tmp_path, stdout=False)
+
+    kept = ["x.jsonl.lock"] if log_before is None else ["x.jsonl", "x.jsonl.lock"]
+    assert sorted(os.listdir(tmp_path)) == kept
+    assert not is_locked(log)
+
+
+def test_never_refuses_a_log_that_appeared_while_it_waited_for_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another job held the lock when this one looked, and finished its run meanwhile."""
+    with Run("x", tmp_path / "other", stdout=False) as other:
+        other.log("step", step=1)
+    finished = other.path.read_bytes()
+    target = tmp_path / "x.jsonl"
+
+    class OtherJobFinishesFirst(filelock.FileLock):
+        def acquire(self, *args: Any, **kwargs: Any) -> Any:
+            target.write_bytes(finished)  # the other job's log, complete, as it released
+            return super().acquire(*args, **kwargs)
+
+    monkeypatch.setattr(filelock, "FileLock", OtherJobFinishesFirst)
+    with pytest.raises(FileExistsError, match=r"exists already .*resume='never'"):
+        Run("x", tmp_path, stdout=False, resume="never")
+
+    assert target.read_bytes() == finished
+    assert not is_locked(target)
 
 
 def test_reopening_a_run_in_the_same_process_names_the_open_run(tmp_path: Path) -> None:

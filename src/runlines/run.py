@@ -113,16 +113,11 @@ class Run:
         from runlines._capture import Capture, parse_capture  # with logging: when a run opens
 
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
-        # Every argument is checked by now, and the checks below only read: a refused Run
-        # leaves nothing on disk.
+        # Every argument is checked by now, and the checks below only read: a Run refused by
+        # them leaves nothing on disk. _open_file checks resume= again under the lock.
         self._check_not_open_here()
         _check_resume(resume, self.name, self.directory, self.path)
-        created = not self.path.exists(), not self.path.with_name(f"{self.path.name}.lock").exists()
-        try:
-            self._file = self._open_file(fsync)
-        except BaseException:
-            self._remove_phantom(*created)
-            raise
+        self._file = self._open_file(fsync, resume)
         try:
             self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
             shown = None if pretty is None else console_options.make(pretty)
@@ -148,8 +143,7 @@ class Run:
             self._file.end_torn_tail()
             self._write_start(config_dict, resume_step)
         except BaseException:
-            self._release()
-            self._remove_phantom(*created)
+            self._release(failed_start=True)
             raise
         if self.attempt > 1 and resume == "allow":
             _say(
@@ -339,7 +333,8 @@ class Run:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def _open_file(self, fsync: bool) -> FileSink:
+    def _open_file(self, fsync: bool, resume: str) -> FileSink:
+        """Take the run's lock, then open its log: the lock file stays, whatever happens."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as err:
@@ -350,9 +345,17 @@ class Run:
             raise OSError(err.errno, msg) from err
         self._lock = self._acquire_lock()
         try:
+            # Again under the lock: the log may have appeared while this call waited for it.
+            _check_resume(resume, self.name, self.directory, self.path)
+            return self._open_log(fsync)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open_log(self, fsync: bool) -> FileSink:
+        try:
             return FileSink(self.path, fsync=fsync)
         except OSError as err:
-            self._lock.release()
             msg = (
                 f"cannot open the log file {str(self.path)!r} for writing ({err}); "
                 "pass a writable directory"
@@ -371,15 +374,20 @@ class Run:
                 )
                 raise RunLockedError(msg)
 
-    def _remove_phantom(self, log_created: bool, lock_created: bool) -> None:
-        """After a failed start: remove the log and lock files this call created, if empty."""
-        lock_path = _layout.lock_path(self.path)
-        for path, created in ((self.path, log_created), (lock_path, lock_created)):
-            try:
-                if created and path.stat().st_size == 0:
-                    path.unlink()
-            except OSError:
-                pass  # not there, or not ours to remove: nothing was written to it
+    def _remove_phantom(self) -> None:
+        """After a failed start, under the lock: remove the log if this call created it empty.
+
+        Never the lock file: another process may have it open, waiting for the lock, and would
+        then hold a file that a third one, finding no file there, can create and lock too.
+        """
+        file = getattr(self, "_file", None)
+        if file is None or not file.created:
+            return
+        try:
+            if self.path.stat().st_size == 0:
+                self.path.unlink()
+        except OSError:
+            pass  # gone already, or not ours to remove
 
     def _acquire_lock(self) -> Any:
         from filelock import FileLock, Timeout
@@ -508,7 +516,8 @@ class Run:
             fields["spans"] = {self._writer.span_name(name): stats for name, stats in spans.items()}
         return fields
 
-    def _release(self) -> None:
+    def _release(self, *, failed_start: bool = False) -> None:
+        """Close the sinks, then release the lock; after a failed start, remove an empty log."""
         writer = getattr(self, "_writer", None)  # None when the start failed before it
         if writer is not None:
             writer.detach()
@@ -518,6 +527,8 @@ class Run:
             sink.flush()
         for sink in self._all_sinks():
             sink.close()
+        if failed_start:
+            self._remove_phantom()  # closed first: a closing FileSink re-creates a deleted log
         lock = getattr(self, "_lock", None)
         if lock is not None:
             lock.release()

@@ -139,6 +139,8 @@ class _FdWriter:
 class FileSink(_FdWriter):
     """Append lines to a log file, each flushed to the operating system (and to disk with fsync).
 
+    `created` says whether opening it created the file.
+
     A log file deleted while the run writes it (a cleanup job, ``rm -r`` of its folder) still
     takes writes through the open descriptor, but nobody could ever read them. `check_path()`
     looks for that (the run calls it once a second while it logs), as does reading `dropped`
@@ -150,7 +152,8 @@ class FileSink(_FdWriter):
     kind = "file"
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
-        super().__init__(os.open(path, _APPEND_FLAGS, 0o666))  # the umask decides the final mode
+        fd, self.created = _open_append(path)
+        super().__init__(fd)
         self.path = path
         self._fsync = fsync
         self._lost_to = 0  # bytes of a deleted, unrecoverable file already counted as dropped
@@ -361,6 +364,15 @@ _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _APPEND_FLAGS: Final = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _CLOEXEC
 _COPY_BYTES: Final = 1 << 20
 _CLOSE_WAIT_S: Final = 1.0
+
+
+def _open_append(path: Path) -> tuple[int, bool]:
+    """Open *path* to append; return the descriptor and whether this call created the file."""
+    # the umask decides the final mode
+    try:
+        return os.open(path, _APPEND_FLAGS | os.O_EXCL, 0o666), True
+    except FileExistsError:
+        return os.open(path, _APPEND_FLAGS, 0o666), False
 
 
 def _copy(source: int, target: int, offset: int) -> int:
