@@ -105,6 +105,60 @@ class TestStdoutSink:
         assert sink.dropped == 1
         assert "the stdout sink failed" in capsys.readouterr().err
 
+    def test_once_it_stops_waiting_a_full_pipe_drops_lines_instead_of_blocking(
+        self, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """As when a signal ends the process while a log collector has stopped reading."""
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        stream = os.fdopen(write_end, "w")
+        try:
+            sink = StdoutSink(stream)
+            filled = _fill_pipe(write_end)
+            stream.write("printed")  # still in the stream's buffer
+            sink.stop_waiting()
+
+            sink.write(b'{"a":1}\n')  # returns at once: the pipe takes nothing more
+            sink.write_text("a console line\n")
+            sink.flush()  # leaves the buffered print alone: flushing it would block
+            drained = _drain(read_end)
+            sink.write(b'{"a":2}\n')
+
+            assert drained == b"x" * filled
+            assert _drain(read_end) == b'{"a":2}\n'
+            assert sink.dropped == 2
+            assert "the stdout sink failed" in capsys.readouterr().err
+        finally:
+            stream.close()
+            os.close(read_end)
+
+
+def _fill_pipe(write_end: int) -> int:
+    """Fill the pipe *write_end* writes to, through a non-blocking description of its own."""
+    filler = os.open(f"/proc/self/fd/{write_end}", os.O_WRONLY | os.O_NONBLOCK)
+    filled = 0
+    try:
+        for size in (4096, 1):  # whole pages, then the last page's free bytes
+            while True:
+                try:
+                    filled += os.write(filler, b"x" * size)
+                except BlockingIOError:
+                    break
+    finally:
+        os.close(filler)
+    return filled
+
+
+def _drain(read_end: int) -> bytes:
+    """Read everything the non-blocking pipe *read_end* holds now."""
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(read_end, 1 << 16)
+        except BlockingIOError:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
 
 @pytest.mark.usefixtures("fast_path")
 def test_fast_path_failure_counts_drops_and_recovers(run_dir: Path) -> None:

@@ -33,6 +33,9 @@ __all__ = ["Run"]
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 _END_WAIT_S: Final = 0.1  # a lock held longer at close may be the interrupted code's own
 _DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process waits for it
+# A write in flight this long while a signal ends the process is stuck (stdout a full pipe):
+# the end goes on without it.
+_STUCK_S: Final = 1.0
 _monotonic = time.monotonic
 
 
@@ -91,6 +94,8 @@ class Run:
         self._dying = False  # a signal that ends the process is ending the run
         self._closing: dict[str, Any] = {}  # samplers whose owed records the end still writes
         self._end_written = False
+        self._ending: tuple[str, dict[str, Any]] = ("ok", {})  # the end under way: its status
+        self._past_stuck = _thread.allocate_lock()  # held by the one end past a stuck write
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         vocab = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
@@ -440,6 +445,7 @@ class Run:
             if self._state is not _State.OPEN:
                 return self._state is _State.CLOSED
             self._state = _State.CLOSING
+            self._ending = status, details
             self._closing = dict(self._samplers)  # flushed one by one, in the order of sample()
             self._writer.shut()
         finally:
@@ -450,14 +456,21 @@ class Run:
         return self._finish_end(status, details, patient)
 
     def _finish_end(self, status: str, details: dict[str, Any], patient: bool) -> bool:
-        """The rest of _end(), from where an earlier try stopped: resumable at every step."""
-        timeout = -1 if patient else _END_WAIT_S
+        """The rest of _end(), from where an earlier try stopped: resumable at every step.
+
+        While a signal ends the process, a patient end waits at most _STUCK_S for a write in
+        flight, then ends the run past it (see _end_past_stuck_write).
+        """
+        stuck_after = _STUCK_S if patient and self._dying else None
+        timeout = -1 if patient and stuck_after is None else stuck_after or _END_WAIT_S
         try:
             if not self._drained(timeout) or not self._writer.lock.acquire(timeout=timeout):
+                if stuck_after is not None:
+                    return self._end_past_stuck_write(status, details)
                 _start_thread(self._finish_end, status, details, True)
                 return False
             try:
-                if not self._write_closing(status, details, timeout):
+                if not self._write_closing(status, details, timeout, self._writer.emit):
                     _start_thread(self._finish_end, status, details, True)
                     return False
                 self._release()
@@ -470,14 +483,39 @@ class Run:
             if self._state is not _State.CLOSED:
                 _start_thread(self._finish_end, status, details, True)
             raise
-        _lifecycle.unregister(self)
-        self._ended.set()
-        if not patient and status in ("ok", "failed") and os.getpid() == self._pid:
-            _compact.compact_at_close(self.path, self._compact)  # never after a signal's end
+        self._closed(compact=not patient and status in ("ok", "failed"))
         return True
 
-    def _write_closing(self, status: str, details: dict[str, Any], timeout: float) -> bool:
-        """Write the samplers' owed records, then run_end; the caller holds the writer's lock.
+    def _closed(self, *, compact: bool) -> None:
+        _lifecycle.unregister(self)  # may end the process: a signal waited for this run_end
+        self._ended.set()
+        if compact and os.getpid() == self._pid:
+            _compact.compact_at_close(self.path, self._compact)  # never after a signal's end
+
+    def _end_past_stuck_write(self, status: str, details: dict[str, Any]) -> bool:
+        """Write run_end to the log file past a write that does not return, as the process ends.
+
+        A thread blocked in a write (to stdout that nobody reads) holds the run's writes; O_APPEND
+        keeps each line whole in the file. The descriptors and the lock stay as they are: the
+        stuck thread still uses them, and the process ends right after.
+        """
+        if not self._past_stuck.acquire(blocking=False) or self._state is _State.CLOSED:
+            return True  # another caller does it, or the end finished meanwhile
+        if not _ends_with_run_end(self.path, self.id):  # the stuck write may be run_end's own
+            self._write_closing(status, details, 0, self._file.write)
+        self._state = _State.CLOSED
+        self._closed(compact=False)
+        return True
+
+    def _write_closing(
+        self,
+        status: str,
+        details: dict[str, Any],
+        timeout: float,
+        emit: Callable[[bytes], None],
+    ) -> bool:
+        """Write the samplers' owed records, then run_end, with *emit* (the writer's, under its
+        lock, or the log file's past a stuck write).
 
         Returns False, having written what it could, when a sampler's lock stayed busy.
         """
@@ -489,10 +527,10 @@ class Run:
             if records is None:
                 return False
             for fields in records:
-                self._writer.emit(self._writer.line(event, fields))
+                emit(self._writer.line(event, fields))
             del self._closing[event]
         if not self._end_written:
-            self._writer.emit(self._writer.line("run_end", self._end_fields(status, details)))
+            emit(self._writer.line("run_end", self._end_fields(status, details)))
             self._end_written = True
         return True
 
@@ -567,13 +605,16 @@ class Run:
         """
         if os.getpid() != self._pid or self._state is _State.CLOSED:
             return True
+        if ends_process:
+            self._stop_waiting()
         if self._state is _State.CLOSING:
-            return False  # its end is under way: the signal's action waits for it
+            if ends_process:  # its end is under way, and may be stuck in a write to stdout
+                _start_thread(self._end_if_stuck)
+            return False  # the signal's action waits for the end
         import signal  # loaded by _lifecycle, which calls this hook
 
         name = signal.Signals(signum).name
         if ends_process:
-            self._dying = True
             return self._end("terminated", {"signal": name})
         if signum == signal.SIGTERM:
             # The job's own handler decides when it ends (checkpoint first, then exit): the run
@@ -583,6 +624,18 @@ class Run:
         if not self._writer.emit_soon(line, _END_WAIT_S):
             _start_thread(self._writer.emit_later, line)
         return True
+
+    def _stop_waiting(self) -> None:
+        """A signal ends the process: from now on, no write of the run's waits for stdout."""
+        self._dying = True
+        if self._stdout is not None:
+            self._stdout.stop_waiting()  # a reader that stopped reading must not hold the end
+        self._writer.detach()  # lines go through the sinks, the stdout sink's check included
+
+    def _end_if_stuck(self) -> None:
+        """Finish the end under way past its write, if it has not ended within _STUCK_S."""
+        if not self._ended.wait(_STUCK_S):
+            self._end_past_stuck_write(*self._ending)
 
     def _on_exit(self, uncaught: BaseException | None) -> None:
         if os.getpid() == self._pid and not self._end(*_status_of(uncaught)):
@@ -790,6 +843,27 @@ def _last_run_start(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def _ends_with_run_end(path: Path, run_id: str) -> bool:
+    """Return whether the last whole line of the log at *path* is run_end of run *run_id*."""
+    import orjson  # loaded already by _load()
+
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            tail = os.pread(file.fileno(), _END_TAIL_BYTES, max(0, size - _END_TAIL_BYTES))
+        record = orjson.loads(tail[: tail.rindex(b"\n")].rpartition(b"\n")[2])
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(record, dict)
+        and record.get("event") == "run_end"
+        and (record.get("id") == run_id)
+    )
+
+
+_END_TAIL_BYTES: Final = 1 << 16  # run_end with its traceback (20,000 characters) fits
 
 
 def _last_attempt(path: Path) -> int:

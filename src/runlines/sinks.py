@@ -8,6 +8,7 @@ logging never kills the training job.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -320,8 +321,23 @@ class StdoutSink(_FdWriter):
         self.stream: TextIO | None = sys.stdout if stream is None else stream
         fd = _real_fd(self.stream)
         super().__init__(-1 if fd is None else fd)
+        self._at_once = False  # see stop_waiting()
         if fd is None:
             self.write = self._write_text  # type: ignore[method-assign]
+        else:
+            import select  # loaded now: stop_waiting() runs in a signal handler
+
+            self._select = select
+
+    def stop_waiting(self) -> None:
+        """Write from now on only what stdout takes at once: a signal is ending the process.
+
+        A reader that stopped reading (a full pipe) would block a write, and the process with
+        it: a line that stdout cannot take at once is dropped (and counted), and the program's
+        own buffered prints are no longer flushed. A replaced stream (pytest, Jupyter) is
+        written as before.
+        """
+        self._at_once = self.fd >= 0
 
     def isatty(self) -> bool:
         """Return True when standard output is a terminal."""
@@ -332,13 +348,16 @@ class StdoutSink(_FdWriter):
 
     def write(self, line: bytes) -> None:
         """Flush what the program printed, then write *line* with one os.write."""
+        if self._at_once:
+            self._write_at_once(line)
+            return
         self.flush()  # keep the program's own prints in order with our lines
         _FdWriter.write(self, line)
 
     def flush(self) -> None:
         """Flush the text stream: what the program printed reaches stdout."""
         stream = self.stream
-        if stream is not None:
+        if stream is not None and not self._at_once:
             try:
                 stream.flush()
             except (OSError, ValueError):
@@ -346,6 +365,9 @@ class StdoutSink(_FdWriter):
 
     def write_text(self, text: str) -> None:
         """Write a console line (already formatted) through the text stream."""
+        if self._at_once:
+            self._write_at_once(text.encode("utf-8", "replace"))
+            return
         try:
             if self.stream is None:
                 msg = "sys.stdout is None"
@@ -357,6 +379,25 @@ class StdoutSink(_FdWriter):
 
     def _write_text(self, line: bytes) -> None:
         self.write_text(line.decode("utf-8"))
+
+    def _write_at_once(self, line: bytes) -> None:
+        """Write *line* in pieces that stdout takes without blocking; drop the rest."""
+        if self._torn:
+            line = b"\n" + line
+        view = memoryview(line)
+        try:
+            while view:
+                poller = self._select.poll()
+                poller.register(self.fd, self._select.POLLOUT)
+                if not poller.poll(0):
+                    raise BlockingIOError(errno.EAGAIN, "stdout takes nothing more now")
+                # A pipe with room takes up to PIPE_BUF bytes without blocking.
+                view = view[os.write(self.fd, view[: self._select.PIPE_BUF]) :]
+        except OSError as err:
+            self._torn = self._torn or len(view) < len(line)  # a piece went out: end it first
+            self._fail(err)
+            return
+        self._torn = False
 
 
 _sync = getattr(os, "fdatasync", os.fsync)  # fdatasync skips the metadata a reader does not need

@@ -6,8 +6,10 @@ two processes' exit codes and last stderr lines.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,3 +161,71 @@ def test_sigterm_with_a_graceful_handler_lets_the_job_checkpoint_and_exit_zero(
     end = _run_end(run_dir)
     assert end is not None
     assert (end["status"], end["signal"]) == ("terminated", "SIGTERM")
+
+
+@pytest.mark.parametrize(
+    ("where", "statuses"),
+    [
+        ("main", {"terminated"}),
+        ("thread", {"terminated"}),
+        ("close", {"ok", "terminated"}),  # "terminated" when SIGTERM landed before close()
+    ],
+    ids=["logging", "logging-in-a-thread", "closing"],
+)
+def test_sigterm_ends_a_job_blocked_on_a_full_stdout_pipe_with_run_end(
+    run_dir: Path, where: str, statuses: set[str]
+) -> None:
+    """A log collector stopped reading: the job's writes to stdout block, SIGTERM still ends it."""
+    read_end, write_end = os.pipe()
+    try:
+        child = spawn(
+            "_full_stdout.py", where, str(run_dir), stdout=write_end, stdin=subprocess.PIPE
+        )
+    finally:
+        os.close(write_end)
+    try:
+        assert child.stderr is not None
+        assert child.stdin is not None
+        assert child.stderr.readline() == b"ready\n"
+        _fill(read_end)  # every write to stdout blocks from now on
+        if where == "close":
+            child.stdin.write(b"go\n")
+            child.stdin.flush()
+            assert child.stderr.readline() == b"closing\n"
+
+        child.send_signal(signal.SIGTERM)
+        sent = time.monotonic()
+        try:
+            code = child.wait(timeout=2 * _ENDS_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            raise AssertionError("SIGTERM did not end a job blocked on stdout") from None
+        took_s = time.monotonic() - sent
+    finally:
+        os.close(read_end)  # a child still blocked on stdout gets EPIPE
+        finish(child)
+
+    assert code == -signal.SIGTERM
+    assert took_s < _ENDS_WITHIN_S
+    end = _run_end(run_dir)
+    assert end is not None
+    assert end["status"] in statuses
+    assert end.get("signal") == (None if end["status"] == "ok" else "SIGTERM")
+
+
+_ENDS_WITHIN_S = 5.0
+
+
+def _fill(read_end: int) -> None:
+    """Fill the pipe that *read_end* reads, through a non-blocking description of its own."""
+    # /proc/self/fd opens a new open file description: O_NONBLOCK on it leaves the job's blocking
+    filler = os.open(f"/proc/self/fd/{read_end}", os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        for size in (4096, 1):  # whole pages, then the last page's free bytes
+            while True:
+                try:
+                    os.write(filler, b"x" * size)
+                except BlockingIOError:
+                    break
+    finally:
+        os.close(filler)
