@@ -461,11 +461,11 @@ class Run:
         While a signal ends the process, a patient end waits at most _STUCK_S for a write in
         flight, then ends the run past it (see _end_past_stuck_write).
         """
-        stuck_after = _STUCK_S if patient and self._dying else None
-        timeout = -1 if patient and stuck_after is None else stuck_after or _END_WAIT_S
+        dying = patient and self._dying  # a helper's end, while a signal ends the process
+        timeout = _STUCK_S if dying else -1 if patient else _END_WAIT_S
         try:
             if not self._drained(timeout) or not self._writer.lock.acquire(timeout=timeout):
-                if stuck_after is not None:
+                if dying:
                     return self._end_past_stuck_write(status, details)
                 _start_thread(self._finish_end, status, details, True)
                 return False
@@ -502,7 +502,7 @@ class Run:
         if not self._past_stuck.acquire(blocking=False) or self._state is _State.CLOSED:
             return True  # another caller does it, or the end finished meanwhile
         if not _ends_with_run_end(self.path, self.id):  # the stuck write may be run_end's own
-            self._write_closing(status, details, 0, self._file.write)
+            self._write_closing(status, details, 0, self._file.write, skip_busy=True)
         self._state = _State.CLOSED
         self._closed(compact=False)
         return True
@@ -513,20 +513,23 @@ class Run:
         details: dict[str, Any],
         timeout: float,
         emit: Callable[[bytes], None],
+        *,
+        skip_busy: bool = False,
     ) -> bool:
         """Write the samplers' owed records, then run_end, with *emit* (the writer's, under its
         lock, or the log file's past a stuck write).
 
-        Returns False, having written what it could, when a sampler's lock stayed busy.
+        Returns False, having written what it could, when a sampler's lock stayed busy (with
+        *skip_busy*, its owed records are left out instead).
         """
         if os.getpid() != self._pid:
             return True  # a forked child: run_end is the parent's
         while self._closing:
             event, sampler = next(iter(self._closing.items()))
             records = sampler.flush(timeout=timeout)
-            if records is None:
+            if records is None and not skip_busy:
                 return False
-            for fields in records:
+            for fields in records or ():
                 emit(self._writer.line(event, fields))
             del self._closing[event]
         if not self._end_written:
