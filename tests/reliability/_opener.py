@@ -17,9 +17,7 @@ from runlines import Run, RunLockedError
 _TRIES = 2
 
 
-def open_rounds(
-    worker: int, run_dir: str, rounds: int, barrier: Any, results: Any
-) -> None:  # pragma: no cover - runs in spawned processes
+def open_rounds(worker: int, run_dir: str, rounds: int, barrier: Any, results: Any) -> None:
     """Open run `round<N>` in *run_dir* each round; put (worker, round, what happened)."""
     try:
         _rounds(worker, Path(run_dir), rounds, barrier, results)
