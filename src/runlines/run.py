@@ -165,6 +165,7 @@ class Run:
                 stall_after_s=stall_after_s,
                 log_fd=self._file.fd,
                 stacks_dir=self.artifacts_dir,
+                redact=None if self._redactor is None else self._redactor.redact_text,
             )
 
     # -- public API ---------------------------------------------------------------------------
