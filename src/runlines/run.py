@@ -238,10 +238,8 @@ class Run:
         if clash:
             msg = f"artifact fields {clash} are set by runlines; rename them"
             raise FieldError(msg)
-        # What the samplers hold came before this artifact: write it first, so that the log
-        # reads in step order (no batch seems to run after the final save).
-        for event, sampler in list(self._samplers.items()):
-            self._write_owed(event, sampler)
+        # Written where it was called: the samplers' open windows keep their N calls (an early
+        # write would cut them short and unalign every window after).
         self._write("artifact", {**record, **fields})
         return target
 
