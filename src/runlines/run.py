@@ -334,7 +334,7 @@ class Run:
     def _write_owed(self, event: str, sampler: Any) -> None:
         """Write what *sampler* still owes (a pending window, the trailing drops) as *event*."""
         for fields in sampler.flush() or ():
-            self._write(event, fields)
+            self._writer.write_owed(event, fields, sampler)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -480,7 +480,7 @@ class Run:
             if records is None:
                 return False
             for fields in records:
-                self._writer.emit(self._writer.line(event, fields))
+                self._writer.emit_owed(event, fields, sampler)
             del self._closing[event]
         if not self._end_written:
             self._writer.emit(self._writer.line("run_end", self._end_fields(status, details)))
