@@ -18,6 +18,7 @@ __all__ = [
     "Clock",
     "EveryNthAggregator",
     "EveryNthSampler",
+    "Heard",
     "PerSecondAggregator",
     "PerSecondSampler",
     "Sampler",
