@@ -494,3 +494,46 @@ class TestSteps:
     ) -> None:
         with pytest.raises(FieldError, match="non-negative int"):
             save_artifact(log_dir, art_dir, "preds", b"x", step=step)  # type: ignore[arg-type]
+
+
+class TestAmongSampledEvents:
+    """An artifact record is written where it was called; it never cuts a sampler's window."""
+
+    def test_aggregation_windows_keep_their_calls_across_artifacts(self, log_dir: Path) -> None:
+        from runlines import Run
+
+        with Run("demo", log_dir, stdout=False) as run:
+            run.sample("batch", every=7, aggregate=True)
+            for step in range(1, 31):
+                run.log("batch", step=step)
+                if step in (8, 10, 20):
+                    run.artifact("ckpt", b"w", step=step)
+
+        logged = [json.loads(line) for line in run.path.read_text().splitlines()]
+        windows = [(r["step_min"], r["step_max"], r["n"]) for r in logged if r["event"] == "batch"]
+        assert windows == [(1, 7, 7), (8, 14, 7), (15, 21, 7), (22, 28, 7), (29, 30, 2)]
+        order = [(r["event"], r.get("step_max", r.get("step"))) for r in logged[1:-1]]
+        assert order == [
+            ("batch", 7),
+            ("artifact", 8),
+            ("artifact", 10),
+            ("batch", 14),
+            ("artifact", 20),
+            ("batch", 21),
+            ("batch", 28),
+            ("batch", 30),
+        ]
+
+    def test_kept_calls_stay_one_in_n_across_artifacts(self, log_dir: Path) -> None:
+        from runlines import Run
+
+        with Run("demo", log_dir, stdout=False) as run:
+            run.sample("eval", every=4)
+            for step in range(1, 12):
+                run.log("eval", step=step)
+                if step == 2:
+                    run.artifact("ckpt", b"w", step=step)
+
+        logged = [json.loads(line) for line in run.path.read_text().splitlines()]
+        kept = [(r["step"], r["n"]) for r in logged if r["event"] == "eval"]
+        assert kept == [(1, 1), (5, 4), (9, 4), (11, 2)]

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -276,3 +277,53 @@ def test_file_and_json_stdout_keep_every_record(
     assert len(rows) <= 3  # run_start, the last status, run_end
     assert len(run.path.read_text().splitlines()) == 302
     assert json.loads(run.path.read_text().splitlines()[-2])["step"] == 299
+
+
+_JOB = """
+import sys
+from runlines import Run
+
+with Run("r", sys.argv[1], console=sys.argv[2], system=False) as run:
+    run.log("eval", split="validación", note="→ ok 😀")
+"""
+
+
+@pytest.mark.parametrize(
+    ("encoding", "shown"),
+    [
+        ("ascii", "split=validaci\\xf3n note=\\u2192 ok \\U0001f600"),
+        ("latin-1", "split=validación note=\\u2192 ok \\U0001f600"),
+    ],
+)
+def test_a_stdout_that_cannot_write_utf8_shows_console_lines_escaped(
+    run_dir: Path, encoding: str, shown: str
+) -> None:
+    env = {**os.environ, "PYTHONIOENCODING": encoding, "LC_ALL": "C"}
+
+    done = subprocess.run(
+        [sys.executable, "-c", _JOB, str(run_dir), "pretty"],
+        capture_output=True,
+        env=env,
+        check=True,
+        timeout=60,
+    )
+
+    out = done.stdout.decode(encoding)
+    assert shown in out
+    end = json.loads(Path(run_dir, "r.jsonl").read_text(encoding="utf-8").splitlines()[-1])
+    assert end["dropped_by_sink"] == {"file": 0, "stdout": 0}
+    assert b"failed" not in done.stderr
+
+
+def test_json_lines_through_an_ascii_stream_come_out_in_json_ascii_form() -> None:
+    buffer = io.BytesIO()
+    stream = io.TextIOWrapper(buffer, encoding="ascii")
+    sink = StdoutSink(stream)
+    record = {"split": "validación", "note": "→ ok 😀", "back": "a\\xff"}
+
+    sink.write(orjson.dumps(record) + b"\n")
+
+    assert sink.dropped == 0
+    written = buffer.getvalue()
+    assert written.isascii()
+    assert json.loads(written) == record

@@ -128,3 +128,102 @@ def test_last_finite_skips_nulls_and_other_events() -> None:
     assert last_finite(tail, "train_step", "/loss") == 0.3
     assert last_finite(tail, "eval", "/loss") == 9.0
     assert last_finite(tail, "train_step", "/lr") is None
+
+
+@pytest.mark.usefixtures("fast_path")
+class TestSampled:
+    """Every non-finite value that reaches the log alarms once: aggregated, owed or at close."""
+
+    def test_a_nan_inside_an_aggregated_window_warns_once_from_its_log_call(
+        self, run_dir: Path
+    ) -> None:
+        losses = [0.5, 0.25, math.nan, 0.125, 0.1, *[math.nan] * 5]  # then a window of NaN only
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            with Run("r", run_dir, stdout=False, system=False) as run:
+                run.sample("batch", every=5, aggregate=True)
+                for step, loss in enumerate(losses):
+                    run.log("batch", step=step, loss=loss)
+
+        alarms = events(run.path, "nonfinite")
+        assert [(a["field"], a["step"], a["value"]) for a in alarms] == [("loss", 2, "NaN")]
+        windows = events(run.path, "batch")
+        assert [(w["n"], w["loss_nan"]) for w in windows] == [(5, 1), (5, 5)]
+        assert windows[1]["_nonfinite"]["/loss_min"] == "NaN"  # written, and no second alarm
+        shown = [w for w in said if issubclass(w.category, NonfiniteWarning)]
+        assert len(shown) == 1
+        assert "'batch' logged a non-finite value at step 2: loss=NaN" in str(shown[0].message)
+        assert shown[0].filename == __file__  # points at the user's log call
+
+    def test_raise_raises_from_the_log_call_of_each_nonfinite_aggregated_value(
+        self, run_dir: Path
+    ) -> None:
+        with Run("r", run_dir, stdout=False, system=False, on_nonfinite="raise") as run:
+            run.sample("batch", every=3, aggregate=True)
+            for step in range(1, 10):
+                loss = math.nan if step == 2 else 1.0 / step
+                norm = math.inf if step == 6 else 1.0
+                if step in (2, 6):
+                    with pytest.raises(FloatingPointError, match=f"at step {step}: "):
+                        run.log("batch", step=step, loss=loss, grad_norm=norm)
+                else:
+                    run.log("batch", step=step, loss=loss, grad_norm=norm)
+
+        names = [r["event"] for r in events(run.path)]
+        # step 6 closes its window: the window is written before the alarm and the raise
+        assert names == ["run_start", "nonfinite", "batch", "batch", "nonfinite", "batch",
+                         "run_end"]  # fmt: skip
+        windows = events(run.path, "batch")
+        assert [(w["step_min"], w["step_max"], w["n"]) for w in windows] == [
+            (1, 3, 3),
+            (4, 6, 3),
+            (7, 9, 3),
+        ]
+        alarms = events(run.path, "nonfinite")
+        assert [(a["field"], a["value"]) for a in alarms] == [
+            ("loss", "NaN"),
+            ("grad_norm", "Infinity"),
+        ]
+        assert alarms[1]["last_finite"] == 1.0  # grad_norm_last of the window before
+
+    def test_a_per_second_window_alarms_too(self, run_dir: Path) -> None:
+        with Run("r", run_dir, stdout=False, system=False, on_nonfinite="raise") as run:
+            run.sample("batch", per_second=0.001, aggregate=True)
+            run.log("batch", step=1, loss=0.5)
+            with pytest.raises(FloatingPointError, match="at step 2: loss=-Infinity"):
+                run.log("batch", step=2, loss=-math.inf)
+
+        assert [a["value"] for a in events(run.path, "nonfinite")] == ["-Infinity"]
+        assert events(run.path, "batch")[0]["n"] == 2
+
+    @pytest.mark.parametrize("mode", ["warn", "raise"])
+    def test_a_nan_in_the_last_dropped_call_alarms_at_close_as_a_warning(
+        self, run_dir: Path, mode: str
+    ) -> None:
+        with (
+            pytest.warns(NonfiniteWarning, match="at step 4: loss=NaN") as said,
+            Run("r", run_dir, stdout=False, system=False, on_nonfinite=mode) as run,  # type: ignore[arg-type]
+        ):
+            run.sample("batch", every=10)
+            for step in range(5):
+                run.log("batch", step=step, loss=math.nan if step == 4 else 1.0)
+
+        names = [r["event"] for r in events(run.path)]
+        assert names == ["run_start", "batch", "batch", "nonfinite", "run_end"]
+        assert events(run.path, "run_end")[0]["status"] == "ok"
+        assert events(run.path, "nonfinite")[0]["last_finite"] == 1.0
+        assert len(said) == 1
+
+    def test_a_nan_owed_when_sample_replaces_the_sampler_warns(self, run_dir: Path) -> None:
+        with (
+            pytest.warns(NonfiniteWarning, match="at step 2: loss=NaN"),
+            Run("r", run_dir, stdout=False, system=False, on_nonfinite="raise") as run,
+        ):
+            run.sample("batch", every=10)
+            for step in range(3):
+                run.log("batch", step=step, loss=math.nan if step == 2 else 1.0)
+            run.sample("batch", every=2)
+
+        names = [r["event"] for r in events(run.path)]
+        # the run is open: the warning is captured as a `warning` record, as every one is
+        assert names == ["run_start", "batch", "batch", "nonfinite", "warning", "run_end"]

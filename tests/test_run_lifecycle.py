@@ -368,28 +368,6 @@ def test_the_signal_hooks_are_restored_after_the_last_run(tmp_path: Path) -> Non
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def test_an_artifact_comes_after_the_windows_of_the_steps_before_it(tmp_path: Path) -> None:
-    """The final save is the last thing the log shows before run_end, not a batch window."""
-    with Run("r", tmp_path, stdout=False) as run:
-        run.sample("batch", every=10, aggregate=True)
-        run.sample("eval", every=4)
-        for step in range(1, 26):
-            run.log("batch", step=step, loss=1.0 / step)
-            run.log("eval", step=step)
-        run.artifact("final", {"weights": [1, 2]}, step=25)
-
-    logged = records(run.path)
-    events = [r["event"] for r in logged]
-    assert events[-2:] == ["artifact", "run_end"]
-    windows = [r for r in logged if r["event"] == "batch"]
-    assert [(w["step_min"], w["step_max"], w["n"]) for w in windows] == [
-        (1, 10, 10),
-        (11, 20, 10),
-        (21, 25, 5),
-    ]
-    assert sum(r["n"] for r in logged if r["event"] == "eval") == 25
-
-
 def test_handlers_come_back_after_a_run_closed_in_another_thread(tmp_path: Path) -> None:
     """Only the main thread can set handlers: the next run still restores the original one."""
     before = signal.getsignal(signal.SIGTERM)

@@ -328,6 +328,27 @@ class TestEveryNthAggregator:
     def test_counts_are_exact_across_threads(self) -> None:
         assert_exact_across_threads(make_sampler(every=64, aggregate=True))
 
+    def test_heard_is_told_of_each_nonfinite_value_once_the_closing_call_after_written(
+        self,
+    ) -> None:
+        sampler = make_sampler(every=3, aggregate=True)
+        told: list[tuple[object, list[tuple[str, float]]]] = []
+        sampler.heard = lambda fields, bad: told.append((fields["step"], bad))  # type: ignore[attr-defined]
+
+        for step, loss in enumerate([1.0, math.nan, 2.0, 3, -math.inf]):
+            record = sampler.offer({"step": step, "loss": loss, "ok": math.nan > 0})
+            assert record is None or sampler.written(record) is None
+        closed = sampler.offer({"step": 5, "loss": math.inf})
+
+        assert [(step, [(name, str(value)) for name, value in bad]) for step, bad in told] == [
+            (1, [("loss", "nan")]),
+            (4, [("loss", "-inf")]),
+        ]
+        assert closed is not None
+        assert closed["loss_max"] == math.inf  # an infinity is a value of the window still
+        assert sampler.written(closed) == ({"step": 5, "loss": math.inf}, [("loss", math.inf)])
+        assert len(told) == 2
+
 
 class TestPerSecondAggregator:
     def test_windows_close_on_the_first_call_at_or_after_their_end(self) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +127,60 @@ class TestRecords:
             watcher.run_due()
 
         assert "stall" not in [r["event"] for r in events(run.path)]
+
+    def test_the_stacks_file_hides_secrets_in_source_lines_and_thread_names(
+        self, run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+        token = "gh" + "p_" + "A1b2C3d4" * 5  # built here: no token in this file's own text
+        password = "hunter2-" + "x9Y8z7"
+        source = tmp_path / "waiting.py"
+        source.write_text(
+            f"def wait(event):\n    event.wait()  # fetch https://bob:{password}@example.com/data\n"
+        )
+        spec = importlib.util.spec_from_file_location("waiting", source)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        release = threading.Event()
+        thread = threading.Thread(target=module.wait, args=(release,), name=f"push {token}")
+        thread.start()
+        try:
+            with Run("r", run_dir, stdout=False, system=False, stall_after=10) as run:
+                for _ in range(12):
+                    clock.tick(1.0)
+                    watcher.run_due()
+        finally:
+            release.set()
+            thread.join()
+
+        stall = next(r for r in events(run.path) if r["event"] == "stall")
+        text = (run_dir / stall["stacks"]).read_text()
+        assert "event.wait()  # fetch https://bob:[redacted]@example.com/data" in text
+        assert 'push [redacted]"' in text
+        assert token not in text
+        assert password not in text
+
+    def test_the_stacks_file_is_as_written_when_redaction_is_off(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+        token = "gh" + "p_" + "A1b2C3d4" * 5
+        release = threading.Event()
+        thread = threading.Thread(target=release.wait, name=f"push {token}")
+        thread.start()
+        try:
+            with Run("r", run_dir, stdout=False, system=False, stall_after=10, redact=False) as run:
+                for _ in range(12):
+                    clock.tick(1.0)
+                    watcher.run_due()
+        finally:
+            release.set()
+            thread.join()
+
+        stall = next(r for r in events(run.path) if r["event"] == "stall")
+        assert f"push {token}" in (run_dir / stall["stacks"]).read_text()
 
     @pytest.mark.parametrize("bad", [0, -5, "60", True])
     def test_a_bad_stall_after_is_refused(self, run_dir: Path, bad: Any) -> None:

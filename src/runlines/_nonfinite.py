@@ -83,40 +83,113 @@ class NonfiniteAlarm:
         record: Mapping[str, Any],
         write: Callable[[str, dict[str, Any]], None],
         tail: bytes | None = None,
+        *,
+        in_log_call: bool = True,
     ) -> None:
         """Write a `nonfinite` record per new field of *line*, then warn or raise.
 
         *line* is already written; *tail* is the log before it (read from the file when None).
+        Outside a log call (*in_log_call* False: a sampler's owed record, at close or when
+        sample() replaces the sampler) it warns even under "raise", and never raises.
         """
-        at = line.rfind(_MARK)
-        kinds = _nonfinite_map(line, at)
+        kinds = _nonfinite_map(line, line.rfind(_MARK))
+        said = self._write_alarms(event, kinds, record.get("step"), write, tail, len(line))
+        self._complain(event, kinds, said, record, 5, in_log_call=in_log_call)
+
+    def hear(
+        self,
+        event: str,
+        values: list[tuple[str, float]],
+        fields: Mapping[str, Any],
+        write: Callable[[str, dict[str, Any]], None],
+    ) -> None:
+        """Alarm for the non-finite *values* of one aggregated call, from its log() call.
+
+        The aggregator saw them in *fields* (the call's own fields); the window's record has
+        only their count. `last_finite` is then the last finite `<field>_last` of the event.
+        """
+        kinds = {"/" + _escape(name): _kind(value) for name, value in values}
+        if self.mode != "raise" and all((event, p) in self._alarmed for p in kinds):
+            return  # said before: a set lookup per value
+        looked_up = {p: f"{p}_last" for p in kinds}
+        said = self._write_alarms(event, kinds, fields.get("step"), write, None, 0, looked_up)
+        self._complain(event, kinds, said, fields, 6, in_log_call=True)
+
+    def _write_alarms(
+        self,
+        event: str,
+        kinds: dict[str, str],
+        step: object,
+        write: Callable[[str, dict[str, Any]], None],
+        tail: bytes | None,
+        written: int,
+        looked_up: dict[str, str] | None = None,
+    ) -> list[str]:
+        """Write a `nonfinite` record per new pointer of *kinds*; return what to say of them."""
         new = [pointer for pointer in kinds if (event, pointer) not in self._alarmed]
         if new and tail is None:
-            tail = _read_tail(self._path, len(line))
+            tail = _read_tail(self._path, written)
         said = []
         for pointer in new:
             self._alarmed.add((event, pointer))
             fields: dict[str, Any] = {_f.OF_EVENT: event, _f.FIELD: _field_name(pointer)}
-            if "step" in record:
-                fields["step"] = record["step"]
+            if step is not None:
+                fields["step"] = step
             fields[_f.VALUE] = kinds[pointer]
-            fields[_f.LAST_FINITE] = last_finite(tail or b"", event, pointer)
+            where = pointer if looked_up is None else looked_up[pointer]
+            fields[_f.LAST_FINITE] = last_finite(tail or b"", event, where)
             write(_layout.NONFINITE, fields)
             said.append(f"{_field_name(pointer)}={kinds[pointer]}")
+        return said
+
+    def _complain(
+        self,
+        event: str,
+        kinds: dict[str, str],
+        said: list[str],
+        record: Mapping[str, Any],
+        stacklevel: int,
+        *,
+        in_log_call: bool,
+    ) -> None:
         step = f" at step {record['step']!r}" if "step" in record else ""
-        if self.mode == "raise":
+        if self.mode == "raise" and in_log_call:
             shown = ", ".join(f"{_field_name(p)}={v}" for p, v in kinds.items())
             msg = (
                 f"{event!r} logged a non-finite value{step}: {shown}; "
                 "pass on_nonfinite='warn' to keep training"
             )
             raise FloatingPointError(msg)
-        if said:
-            msg = (
-                f"{event!r} logged a non-finite value{step}: {', '.join(said)} (written as "
-                "null; a `nonfinite` record holds the last finite value; said once per field)"
-            )
-            warnings.warn(msg, NonfiniteWarning, stacklevel=4)
+        if self.mode == "raise":
+            said = [f"{_field_name(p)}={v}" for p, v in kinds.items()]
+        if not said:
+            return
+        msg = (
+            f"{event!r} logged a non-finite value{step}: {', '.join(said)} (written as "
+            "null; a `nonfinite` record holds the last finite value; said once per field)"
+        )
+        if in_log_call:
+            warnings.warn(msg, NonfiniteWarning, stacklevel=stacklevel)
+            return
+        msg += "; it was written outside a log() call (an owed record), so it is not raised"
+        try:  # a close must finish: a filter that turns warnings into errors is no reason
+            warnings.warn(msg, NonfiniteWarning, stacklevel=stacklevel)
+        except Exception:
+            from runlines.sinks import warn_stderr
+
+            warn_stderr(msg)
+
+
+def _kind(value: float) -> str:
+    """The `_nonfinite` name of a NaN or an infinity."""
+    if value != value:
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _escape(name: str) -> str:
+    """A field name as a JSON pointer's part (~ and / escaped)."""
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _nonfinite_map(line: bytes, at: int) -> dict[str, str]:

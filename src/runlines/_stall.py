@@ -68,8 +68,12 @@ class StallWatch:
         return now + self.every_s
 
 
-def dump_stacks(path: Path) -> int:
-    """Write every Python thread's stack to *path*; return the number of threads."""
+def dump_stacks(path: Path, redact: Callable[[str], str] | None = None) -> int:
+    """Write every Python thread's stack to *path*; return the number of threads.
+
+    *redact* (the run's `Redactor.redact_text`) hides secrets in the text first: source lines
+    and thread names may hold a token, as `run_end`'s traceback may.
+    """
     import traceback  # only when a stall is seen
 
     frames = sys._current_frames()
@@ -82,6 +86,9 @@ def dump_stacks(path: Path) -> int:
         parts.append(f'Thread {ident} "{label}"{daemon}:\n')
         parts.append("".join(traceback.format_stack(frame)))
         parts.append("\n")
+    text = "".join(parts)
+    if redact is not None:
+        text = redact(text)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(parts), encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     return len(frames)

@@ -46,7 +46,8 @@ class Watching:
     """A run's background jobs: `system` records every *system_s*, a stall watch.
 
     *write* writes a record (see `Write`), *log_fd* is the log file's descriptor
-    (its size is the stall watch's measure of progress), *stacks_dir* where stacks go.
+    (its size is the stall watch's measure of progress), *stacks_dir* where stacks go, and
+    *redact* hides secrets in the stacks' text (None: redaction is off).
     """
 
     def __init__(
@@ -57,6 +58,7 @@ class Watching:
         stall_after_s: float | None,
         log_fd: int,
         stacks_dir: Path,
+        redact: Callable[[str], str] | None,
         sampler: Any = None,
         watcher: _watch.Watcher | None = None,
     ) -> None:
@@ -67,6 +69,7 @@ class Watching:
         self._own_bytes = 0  # bytes the background wrote, which are no sign of progress
         self._log_fd = log_fd
         self._stacks_dir = stacks_dir
+        self._redact = redact
         self._stalls = 0
         self._jobs: list[_watch.Job] = []
         self._watcher = _watch.watcher if watcher is None else watcher
@@ -123,7 +126,7 @@ class Watching:
         path = self._stacks_dir / f"stall-{os.getpid()}-{self._stalls}.txt"
         fields: dict[str, Any] = {_f.IDLE_S: round(idle_s, 3)}
         try:
-            fields[_f.THREADS] = dump_stacks(path)
+            fields[_f.THREADS] = dump_stacks(path, self._redact)
             fields[_f.STACKS] = f"{self._stacks_dir.name}/{path.name}"
         except OSError:
             pass  # the record still says the run stalled

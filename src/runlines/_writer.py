@@ -8,6 +8,7 @@ is still open: `Run` flips it with `shut()` when it begins to close.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -158,18 +159,36 @@ class Writer:
                 if not mode and line.count(b"null") > nulls:
                     line = _encode_line_safe(record, self._redact)
                     prepared = None  # written by encode_line_safe: the alarm looks at it
-        if prepared is None and self._alarm is not None and self._alarm.is_new(event, line):
+        # A window's mean, min and max derive from values its aggregator told the alarm of
+        # (see sampling._Owing): its line is not looked at, or a NaN would alarm twice.
+        if (
+            prepared is None
+            and self._alarm is not None
+            and (sampler is None or not sampler.aggregates)
+            and self._alarm.is_new(event, line)
+        ):
             self._nonfinite(event, line, record, sampler, kept)
+            return
+        if sampler is not None:
+            self._write_sampled(event, line, sampler, kept)
             return
         # Under the lock: the run cannot close its descriptors between the check of its state
         # and the writes.
         with self.lock:
             if self.open:
                 self.emit(line)
-                if sampler is not None:
-                    sampler.written(kept)  # its count is in the log now: no longer owed
                 return
         raise self._refused()
+
+    def _write_sampled(self, event: str, line: bytes, sampler: Any, kept: Any) -> None:
+        """Write a sampler's kept record, then tell the alarm what the window's last call held."""
+        with self.lock:
+            if not self.open:
+                raise self._refused()
+            self.emit(line)
+            heard = sampler.written(kept)  # its count is in the log now: no longer owed
+        if heard is not None:
+            self._heard(event, *heard)
 
     def log_span(
         self,
@@ -286,6 +305,38 @@ class Writer:
             if self.open:
                 self.emit(line)
 
+    def write_owed(self, event: str, fields: Mapping[str, Any], sampler: Any) -> None:
+        """Write a record a sampler owes while the run is open (sample() replaced it).
+
+        Raises:
+            RunStateError: the run has begun to close.
+        """
+        line = self.line(event, fields)
+        self.emit_open(line)
+        if self._owes_alarm(event, line, sampler):
+            assert self._alarm is not None  # _owes_alarm checked it
+            self._alarm.fire(event, line, fields, self.write, in_log_call=False)
+
+    def emit_owed(self, event: str, fields: Mapping[str, Any], sampler: Any) -> None:
+        """Write a record a sampler owes at close; the caller holds `lock`.
+
+        A keep-mode sampler's last dropped call was never looked at: its NaN alarms here, as
+        a warning even under "raise" (the record is in the log; the close must finish).
+        """
+        line = self.line(event, fields)
+        self.emit(line)
+        if self._owes_alarm(event, line, sampler):
+            assert self._alarm is not None  # _owes_alarm checked it
+            self._alarm.fire(event, line, fields, self._emit_record, in_log_call=False)
+
+    def _owes_alarm(self, event: str, line: bytes, sampler: Any) -> bool:
+        # an aggregator's windows hold values it told the alarm of already
+        alarm = self._alarm
+        return alarm is not None and not sampler.aggregates and alarm.is_new(event, line)
+
+    def _emit_record(self, event: str, fields: Mapping[str, Any]) -> None:
+        self.emit(self.line(event, fields))
+
     def write_background(
         self, event: str, fields: Mapping[str, Any], count: Callable[[int], None]
     ) -> None:
@@ -333,6 +384,10 @@ class Writer:
 
     def set_samplers(self, samplers: dict[str, Any]) -> None:
         """Sample with *samplers* from now on (replaced whole: other threads see old or new)."""
+        if self._alarm is not None:
+            for event, sampler in samplers.items():
+                if sampler.aggregates and sampler.heard is None:
+                    sampler.heard = functools.partial(self._heard, event)
         self.samplers = samplers
         self._sync()
 
@@ -527,6 +582,11 @@ class Writer:
             sampler.written(kept)  # its count is in the log now: no longer owed
         assert self._alarm is not None  # log() checked it
         self._alarm.fire(event, line, record, self.write)
+
+    def _heard(self, event: str, fields: dict[str, Any], values: list[tuple[str, float]]) -> None:
+        """An aggregator's call brought NaN or infinity: write its alarm; warn or raise."""
+        assert self._alarm is not None  # set_samplers gave the hook only then
+        self._alarm.hear(event, values, fields, self.write)
 
 
 def _wall_clock() -> float:

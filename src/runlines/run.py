@@ -164,6 +164,7 @@ class Run:
                 stall_after_s=stall_after_s,
                 log_fd=self._file.fd,
                 stacks_dir=self.artifacts_dir,
+                redact=None if self._redactor is None else self._redactor.redact_text,
             )
 
     # -- public API ---------------------------------------------------------------------------
@@ -236,10 +237,8 @@ class Run:
         if clash:
             msg = f"artifact fields {clash} are set by runlines; rename them"
             raise FieldError(msg)
-        # What the samplers hold came before this artifact: write it first, so that the log
-        # reads in step order (no batch seems to run after the final save).
-        for event, sampler in list(self._samplers.items()):
-            self._write_owed(event, sampler)
+        # Written where it was called: the samplers' open windows keep their N calls (an early
+        # write would cut them short and unalign every window after).
         self._write("artifact", {**record, **fields})
         return target
 
@@ -334,7 +333,7 @@ class Run:
     def _write_owed(self, event: str, sampler: Any) -> None:
         """Write what *sampler* still owes (a pending window, the trailing drops) as *event*."""
         for fields in sampler.flush() or ():
-            self._write(event, fields)
+            self._writer.write_owed(event, fields, sampler)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -530,7 +529,10 @@ class Run:
             if records is None and not skip_busy:
                 return False
             for fields in records or ():
-                emit(self._writer.line(event, fields))
+                if skip_busy:  # past a stuck write: the line alone, no alarm through the sinks
+                    emit(self._writer.line(event, fields))
+                else:
+                    self._writer.emit_owed(event, fields, sampler)
             del self._closing[event]
         if not self._end_written:
             emit(self._writer.line("run_end", self._end_fields(status, details)))

@@ -18,6 +18,7 @@ __all__ = [
     "Clock",
     "EveryNthAggregator",
     "EveryNthSampler",
+    "Heard",
     "PerSecondAggregator",
     "PerSecondSampler",
     "Sampler",
@@ -31,6 +32,8 @@ _N: Final = "n"  # how many calls a written record stands for
 _SUFFIXES: Final = ("_min", "_max", "_last", "_nan")  # what aggregation adds to a field name
 
 _Fields = dict[str, object]
+Heard = Callable[[_Fields, list[tuple[str, float]]], None]
+"""Told of one call's fields and its non-finite numbers, (name, value) in call order."""
 
 
 class Sampler(Protocol):
@@ -39,8 +42,12 @@ class Sampler(Protocol):
     def offer(self, fields: _Fields) -> _Fields | None:
         """Return the fields to write for this call (may be *fields* itself), or None."""
 
-    def written(self, fields: _Fields) -> None:
-        """Note that a record offer() returned is in the log: flush() no longer owes it."""
+    def written(self, fields: _Fields) -> tuple[_Fields, list[tuple[str, float]]] | None:
+        """Note that a record offer() returned is in the log: flush() no longer owes it.
+
+        Returns what an aggregator's `heard` hook is still to be told of the call that closed
+        the record's window (told once the record is in the log), else None.
+        """
 
     def flush(self, *, timeout: float = -1) -> list[_Fields] | None:
         """Return the records still owed (trailing drops, windows) and start over.
@@ -136,6 +143,8 @@ class EveryNthSampler:
         fields[_N] = self._every if i else 1
         return fields
 
+    aggregates = False  # its records hold the calls' own values: the run's alarm reads them
+
     def written(self, fields: _Fields) -> None:
         """Nothing to note: a kept call's count is its own record's."""
 
@@ -211,6 +220,8 @@ class PerSecondSampler:
         fields[_N] = n
         return fields
 
+    aggregates = False  # its records hold the calls' own values: the run's alarm reads them
+
     def written(self, fields: _Fields) -> None:
         """Nothing to note: a kept call's count is its own record's."""
 
@@ -249,23 +260,26 @@ class _Stat:
         self.numeric = False
         self.last: object = None  # last value as given (numbers: as converted)
 
-    def add(self, value: object) -> None:
+    def add(self, value: object) -> float | None:
+        """Add one call's value; return it when it is a NaN or an infinity (the alarm's)."""
         number = _as_number(value)
         if number is None:
             if not self.numeric:
                 self.last = value
-            return  # a non-number in a numeric field (None, say) is a gap
+            return None  # a non-number in a numeric field (None, say) is a gap
         self.numeric = True
         self.last = number
-        if number != number:  # NaN
+        finite = number - number == 0.0  # False for NaN and both infinities; ints are finite
+        if not finite and number != number:
             self.nan += 1
-            return
+            return number
         self.count += 1
         self.total += number
         if number < self.min:
             self.min = number
         if number > self.max:
             self.max = number
+        return None if finite else number
 
     def write(self, name: str, out: _Fields) -> None:
         if not self.numeric:
@@ -323,16 +337,22 @@ class _Window:
         self.offers = 0
         self.stats: dict[str, _Stat] = {}
 
-    def add(self, fields: _Fields) -> None:
+    def add(self, fields: _Fields) -> list[tuple[str, float]] | None:
+        """Add one call; return its NaN and infinite numbers by field, None when there are none."""
         _check_free(fields)
         self.offers += 1
         stats = self.stats
+        bad = None
         for name, value in fields.items():
             stat = stats.get(name)
             if stat is None:
                 _check_no_clash(name, stats)
                 stat = stats[name] = _Stat()
-            stat.add(value)
+            number = stat.add(value)
+            if number is not None:  # rare: the list is made only then
+                bad = [] if bad is None else bad
+                bad.append((name, number))
+        return bad
 
     def record(self) -> _Fields:
         out: _Fields = {}
@@ -363,14 +383,24 @@ class _Owing:
     A closed window's record stays owed from the moment it leaves the open window until the
     run has written it, so that an exception raised in between (Ctrl-C) cannot lose its count:
     flush() returns it with the open window.
+
+    `heard`, when set (the run's NaN alarm), is told of every NaN or infinity a call brings,
+    from that call's offer(): the window's record has only their count (`<field>_nan`), and
+    its mean, min and max derive from values already told. For the call that closes a window
+    it is told by the run once the record is in the log (written() returns what to tell), so
+    that a raise from it leaves no window unwritten.
     """
 
-    __slots__ = ("_lock", "_owed", "_window")
+    __slots__ = ("_later", "_lock", "_owed", "_window", "heard")
+
+    aggregates = True  # every value is seen here: the run's alarm hears of them from heard
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._window = _Window()
         self._owed: dict[int, _Fields] = {}
+        self.heard: Heard | None = None
+        self._later: dict[int, tuple[_Fields, list[tuple[str, float]]]] = {}
 
     def _close_window(self) -> _Fields:
         """Replace the open window; return its record, owed until written(). Holds _lock."""
@@ -383,9 +413,22 @@ class _Owing:
         self._owed[key] = record
         return record
 
-    def written(self, fields: _Fields) -> None:
-        """Note that a closed window's record is in the log."""
+    def written(self, fields: _Fields) -> tuple[_Fields, list[tuple[str, float]]] | None:
+        """Note that a closed window's record is in the log; return what `heard` is owed."""
         self._owed.pop(id(fields), None)
+        return self._later.pop(id(fields), None) if self._later else None
+
+    def _tell(
+        self, fields: _Fields, bad: list[tuple[str, float]], closed: _Fields | None
+    ) -> Heard | None:
+        """Return `heard` when it is to be told of *bad* now; else keep it for written()."""
+        heard = self.heard
+        if heard is None:
+            return None
+        if closed is None:
+            return heard
+        self._later[id(closed)] = (fields, bad)
+        return None
 
     def _take(self, timeout: float) -> list[_Fields] | None:
         if not self._lock.acquire(timeout=timeout):
@@ -394,6 +437,7 @@ class _Owing:
             window, self._window = self._window, _Window()
             owed = list(self._owed.values())
             self._owed.clear()
+            self._later.clear()  # an exception between offer() and the write: not told
         finally:
             self._lock.release()
         return [*owed, window.record()] if window.offers else owed
@@ -417,10 +461,13 @@ class EveryNthAggregator(_Owing):
         """Add *fields* to the window; return the window's record when it is full."""
         with self._lock:
             window = self._window
-            window.add(fields)
-            if window.offers < self._every:
-                return None
-            return self._close_window()
+            bad = window.add(fields)
+            closed = None if window.offers < self._every else self._close_window()
+        if bad is not None:
+            heard = self._tell(fields, bad, closed)
+            if heard is not None:
+                heard(fields, bad)  # may raise: the call is in the window, counted
+        return closed
 
     def flush(self, *, timeout: float = -1) -> list[_Fields] | None:
         """Return the records of closed windows not yet written, then the open window's."""
@@ -449,7 +496,11 @@ class PerSecondAggregator(_Owing):
                 closed = self._close_window()
             if not self._window.offers:
                 self._end_s = now + self._interval_s
-            self._window.add(fields)
+            bad = self._window.add(fields)
+        if bad is not None:
+            heard = self._tell(fields, bad, closed)
+            if heard is not None:
+                heard(fields, bad)  # may raise: the call is in the window, counted
         return closed
 
     def flush(self, *, timeout: float = -1) -> list[_Fields] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import stat
 import sys
 import threading
@@ -364,21 +365,33 @@ class StdoutSink(_FdWriter):
                 pass  # a closed or broken stdout: the next write counts the drop
 
     def write_text(self, text: str) -> None:
-        """Write a console line (already formatted) through the text stream."""
+        """Write a console line (already formatted) through the text stream.
+
+        What the stream's encoding cannot write (PYTHONIOENCODING=ascii, a latin-1 locale) is
+        written as backslash escapes: the line comes out, and is not counted as dropped.
+        """
         if self._at_once:
             self._write_at_once(text.encode("utf-8", "replace"))
             return
+        self._write_stream(text, json_line=False)
+
+    def _write_text(self, line: bytes) -> None:
+        self._write_stream(line.decode("utf-8"), json_line=True)
+
+    def _write_stream(self, text: str, *, json_line: bool) -> None:
         try:
             if self.stream is None:
                 msg = "sys.stdout is None"
                 raise OSError(msg)
-            self.stream.write(text)
+            try:
+                self.stream.write(text)
+            except UnicodeEncodeError as err:  # raised before anything is written
+                # A JSON line in JSON's own ASCII form (\u00e9), so that it still parses.
+                escaped = _json_ascii(text) if json_line else _backslashed(text, err.encoding)
+                self.stream.write(escaped)
             self.stream.flush()
         except (OSError, ValueError) as err:
             self._fail(err if isinstance(err, OSError) else OSError(str(err)))
-
-    def _write_text(self, line: bytes) -> None:
-        self.write_text(line.decode("utf-8"))
 
     def _write_at_once(self, line: bytes) -> None:
         """Write *line* in pieces that stdout takes without blocking; drop the rest."""
@@ -398,6 +411,24 @@ class StdoutSink(_FdWriter):
             self._fail(err)
             return
         self._torn = False
+
+
+def _backslashed(text: str, encoding: str) -> str:
+    """Return *text* with what *encoding* lacks as backslash escapes (\\xe9, \\u2192)."""
+    return text.encode(encoding, "backslashreplace").decode(encoding)
+
+
+def _json_ascii(line: str) -> str:
+    """Return a JSON line with every non-ASCII character as \\uXXXX (a pair above U+FFFF)."""
+    return re.sub(r"[^\x00-\x7f]", _json_escape, line)
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 _sync = getattr(os, "fdatasync", os.fsync)  # fdatasync skips the metadata a reader does not need
