@@ -151,6 +151,18 @@ class TestRenderFrame:
         assert [text.split()[0] for text in frame[2:4]] == ["r0", "r1"]
         assert frame[4].startswith("... 8 more runs")
 
+    def test_control_characters_in_a_row_are_escaped_before_widths_are_measured(self) -> None:
+        rows = [
+            TopRow(run="a\x1b[2J", status="ok", metric="e.f\x07", value="\x9b", last=(("k", 1),)),
+            TopRow(run="b", status="ok", metric="e.f", value=1),
+        ]
+
+        frame = render_frame(rows, width=200, height=None, title="top \x1b]0;t\x07")
+
+        assert frame[0] == "top \\x1b]0;t\\x07"
+        assert frame[2].split() == ["a\\x1b[2J", "ok", "e.f\\x07=\\x9b", "k=1"]
+        assert frame[2].index("ok") == frame[3].index("ok")
+
     def test_columns_no_run_has_are_left_out(self) -> None:
         rows = [TopRow(run="a", status="ok", step=3, metric="eval.loss", value=0.5)]
 
@@ -429,6 +441,27 @@ def test_once_prints_one_frame(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out.splitlines()
     assert out[1].split()[:4] == ["RUN", "STATUS", "STEP", "METRIC"]
     assert out[2].split()[:4] == ["a", "ok", "3", "train_step.loss=0.3333"]
+
+
+def test_once_escapes_control_characters_of_run_event_and_field_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clipboard, title, clear = "\x1b]52;c;cm0gLXJmIH4=\x07", "\x1b]0;pwned\x07", "\x1b[2J"
+    fields = {f"loss{clear}": 0.5, "lr\x9b2J\u202e\r": 0.1}
+    run = f"a{clipboard}"
+    write(
+        tmp_path / f"{run}.jsonl",
+        start(run),
+        line(f"train{title}", run, T0, step=1, **fields),
+        line(f"train{title}", run, T0 + 1, step=2, **fields),
+    )
+
+    assert main(["top", str(tmp_path), "--once"]) == 0
+
+    out = capsys.readouterr().out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", out), repr(out)
+    assert "a\\x1b]52;c;" in out
+    assert "train\\x1b]0;pwned\\x07.loss\\x1b[2J=0.5" in out
 
 
 def test_a_bad_metric_option_says_the_form(

@@ -18,6 +18,7 @@ from runlines import _native, reading
 from runlines._encoding import format_console
 from runlines._version import __version__
 from runlines.cli import _summaries
+from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._lines import RAISE_HINT
 from runlines.reading._rules import json_ready
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             _silence_stdout()
             return 1
         except (RunlinesError, ImportError, OSError) as err:
-            print(f"runlines: error: {err}", file=sys.stderr)
+            print(f"runlines: error: {printable_lines(str(err))}", file=sys.stderr)
             return 1
     return status
 
@@ -84,7 +85,7 @@ def _show_warning(
 ) -> None:
     # the Python option the message suggests is no option of any command
     text = str(message).replace(RAISE_HINT, "")
-    print(f"runlines: warning: {text}", file=sys.stderr)
+    print(f"runlines: warning: {printable_lines(text)}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -246,8 +247,10 @@ def _value(value: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], indent: str = "") -> str:
-    """Return *rows* under *header* in aligned columns, numbers right-aligned."""
-    rows = [list(header), *(list(row) for row in rows)]
+    """Return *rows* under *header* in aligned columns, numbers right-aligned, each cell
+    `printable`.
+    """
+    rows = [[printable(cell) for cell in row] for row in (header, *rows)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     numeric = [all(_is_numeric(row[i]) for row in rows[1:]) for i in range(len(header))]
     lines = []
@@ -459,7 +462,7 @@ def _show_header(details: _summaries.RunDetails) -> str:
     if details.status == "failed" and end.get("exc_type"):
         rows.insert(3, ("error", f"{end['exc_type']}: {end.get('exc_message', '')}"[:200]))
     width = max(len(key) for key, _ in rows)
-    return "\n".join(f"{key:<{width}}  {value}" for key, value in rows)
+    return "\n".join(f"{key:<{width}}  {printable(value)}" for key, value in rows)
 
 
 def _host(start: Mapping[str, Any]) -> str:
@@ -502,7 +505,7 @@ def _config(details: _summaries.RunDetails, limit: int | None) -> str:
     text = "config\n" + _table(["KEY", "VALUE"], _pairs(shown), "  ")
     if len(shown) < len(items):
         more = len(items) - len(shown)
-        text += f"\n  ... {more} more (runlines show --config {details.log.path})"
+        text += f"\n  ... {more} more (runlines show --config {printable(str(details.log.path))})"
     return text
 
 
@@ -570,7 +573,7 @@ def _last_values(details: _summaries.RunDetails) -> str:
 
 
 def _rank_section(details: _summaries.RunDetails) -> str:
-    head = f"rank {details.log.rank} ({details.log.path}): {details.status}"
+    head = printable(f"rank {details.log.rank} ({details.log.path}): {details.status}")
     parts = [head, _events(details), _last_values(details)]
     return "\n".join(part for part in parts if part)
 
@@ -591,7 +594,7 @@ def _tail(args: argparse.Namespace) -> int:
     if not records and not args.follow and args.n:  # -n 0 asks for nothing: not an error
         _explain_no_records(path, events)
     width = max([12, *(len(str(r.get("event", ""))) for r in records)])
-    sys.stdout.writelines(format_console(record, width) for record in records)
+    sys.stdout.writelines(console_line(record, width) for record in records)
     if not args.follow:
         return 0
     sys.stdout.flush()
@@ -612,6 +615,11 @@ def _wait_and_follow(args: argparse.Namespace, events: Collection[str] | None) -
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+def console_line(record: Mapping[str, Any], width: int) -> str:
+    """Return *record* as `tail` prints it: the console format, `printable`, one line."""
+    return printable(format_console(record, width).removesuffix("\n")) + "\n"
 
 
 def _explain_no_records(path: Path, events: Collection[str] | None) -> None:
@@ -650,7 +658,7 @@ def follow(
         for record in follower.poll():
             event = record.get("event")
             if events is None or (isinstance(event, str) and event in events):
-                out.write(format_console(record, width))
+                out.write(console_line(record, width))
         out.flush()
         if follower.skipped > skipped:
             skipped = follower.skipped
@@ -729,7 +737,7 @@ def _which(args: argparse.Namespace) -> int:
         print(json.dumps(json_ready(found), default=str, allow_nan=False))
         return 0
     for match in matches:
-        print(_which_line(match))
+        print(printable(_which_line(match)))
     return 0
 
 

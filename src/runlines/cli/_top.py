@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from runlines import _layout
 from runlines._layout import LOG_SUFFIX, RUN_START
+from runlines.cli._terminal import printable
 from runlines.errors import ReadError
 from runlines.reading._files import LogFile, check_source, is_locked, log_file, run_labels
 from runlines.reading._lines import LogFollower, decode_line, lines_containing, open_log
@@ -467,7 +468,7 @@ _TREND_WIDTH: Final = 20
 _RUN_WIDTH: Final = 28
 # (header, cell, right-aligned); the order they show in
 _COLUMNS: Final[tuple[tuple[str, Callable[[TopRow], str], bool], ...]] = (
-    ("RUN", lambda r: _cut(r.run, _RUN_WIDTH), False),
+    ("RUN", lambda r: _cut(printable(r.run), _RUN_WIDTH), False),
     ("RANK", lambda r: _num(r.rank), True),
     ("STATUS", lambda r: r.status, False),
     ("STEP", lambda r: _num(r.step), True),
@@ -497,9 +498,9 @@ def render_frame(
     Columns a narrow terminal has no room for are left out, least useful first (LAST, the
     memory figures, ...); RUN, RANK and STATUS stay. With *height*, rows that do not fit are
     counted on the last line. Columns no row has a value for (RANK, the system figures of a
-    run without `system` records) are left out too.
+    run without `system` records) are left out too. What the logs hold is shown `printable`.
     """
-    cells = {name: [cell(r) for r in rows] for name, cell, _ in _COLUMNS}
+    cells = {name: [printable(cell(r)) for r in rows] for name, cell, _ in _COLUMNS}
     names = [
         name
         for name, _, _ in _COLUMNS
@@ -517,7 +518,8 @@ def render_frame(
             break  # LAST is cut to the width rather than dropped
         del widths[name]
     right = {name for name, _, is_right in _COLUMNS if is_right}
-    lines = [_cut(title, width), _cut(_line(widths, {n: n for n in widths}, right), width)]
+    header = _line(widths, {n: n for n in widths}, right)
+    lines = [_cut(printable(title), width), _cut(header, width)]
     shown = list(rows)
     if height is not None and len(shown) > max(0, height - 2):
         keep = max(0, height - 3)
