@@ -15,7 +15,7 @@ import pytest
 from filelock import FileLock
 from freezegun import freeze_time
 
-from _logs import T0, line, raw, train, write
+from _logs import T0, line, raw, refuse_to_open, train, write
 from runlines import Run, cli
 from runlines._version import __version__
 from runlines.cli import follow, main
@@ -83,6 +83,26 @@ class TestLs:
         assert row.split() == [
             *("base", "ok", "1", *started.split(), "3m00s", "3", "train_step.loss=0.333333")
         ]
+
+    @pytest.mark.parametrize("how", ["denied", "deleted"])
+    def test_a_log_that_cannot_be_read_is_named_once_and_left_out(
+        self,
+        how: str,
+        run_dir: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(run_dir, "a", range(1, 3))
+        theirs = train(run_dir, "b", range(1, 3))
+        train(run_dir, "c", range(1, 3))
+        refuse_to_open(monkeypatch, theirs, how)
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        captured = capsys.readouterr()
+        assert [row.split()[0] for row in captured.out.splitlines()[1:]] == ["a", "c"]
+        (warning,) = captured.err.splitlines()
+        assert warning.startswith(f"runlines: warning: left out {theirs}: it cannot be read (")
 
     def test_counts_attempts_and_shows_failed(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]

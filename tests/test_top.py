@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from _logs import T0, line, write
+from _logs import T0, line, refuse_to_open, write
 from runlines import runs
 from runlines.cli import _top, main
 from runlines.cli._top import LOCK_EVERY_S, SPARKS, Top, TopRow, Trend, render_frame, sparkline
+from runlines.errors import RunlinesWarning
 from runlines.reading import lock_path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -246,6 +247,41 @@ class TestTop:
         (row,) = top.rows()
         assert row.step == 5
         assert len(row.trend) == 5
+
+    @pytest.mark.parametrize("how", ["denied", "deleted"])
+    def test_a_log_that_cannot_be_read_is_named_once_and_left_out(
+        self, how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))
+        theirs = write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 3))
+        write(tmp_path / "c.jsonl", start("c"), steps("c", 1, 3))
+        refuse_to_open(monkeypatch, theirs, how)
+        top = Top([tmp_path], alive=always_alive)
+
+        with pytest.warns(RunlinesWarning) as caught:
+            top.refresh()
+            top.refresh()
+
+        assert [row.run for row in top.rows()] == ["a", "c"]
+        assert len(caught) == 1
+        assert str(caught[0].message).startswith(f"left out {theirs}: it cannot be read (")
+
+    def test_once_names_an_unreadable_log_on_stderr_and_shows_the_others(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))
+        theirs = write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 3))
+        refuse_to_open(monkeypatch, theirs, "denied")
+
+        assert main(["top", str(tmp_path), "--once"]) == 0
+
+        captured = capsys.readouterr()
+        assert [row.split()[0] for row in captured.out.splitlines()[2:]] == ["a"]
+        assert "1 unreadable" in captured.out.splitlines()[0]
+        assert captured.err == (
+            f"runlines: warning: left out {theirs}: it cannot be read (Permission denied); "
+            "the other logs are shown\n"
+        )
 
     def test_rank_files_show_as_ranks_of_their_run(self, tmp_path: Path) -> None:
         write(tmp_path / "ddp.jsonl", start("ddp"), steps("ddp", 1, 3))

@@ -282,12 +282,12 @@ def _ls(args: argparse.Namespace) -> int:
         ranks[key] = ranks.get(key, 0) + 1
     mains = [log for log in logs if log.rank is None]
     labels = reading.run_labels(mains)
+    # the table's key columns need no full read of a big log; --json shows every column
+    read = summary_of if args.json or args.columns else quick_summary_of
     rows = []
     for log in mains:
-        # the table's key columns need no full read of a big log; --json shows every column
-        read = summary_of if args.json or args.columns else quick_summary_of
-        summary = read(log, labels.get(log.path))
-        if _is_log(summary):
+        summary = _readable_summary(read, log, labels.get(log.path))
+        if summary is not None:
             row = summary.row()
             row["_last_ts"] = summary.last_ts
             row["_files"] = ranks[(log.path.parent, log.run)]
@@ -300,6 +300,23 @@ def _ls(args: argparse.Namespace) -> int:
     header = ["RUN", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "STEP", "METRIC"]
     print(_table([*header, *(c.upper() for c in extra)], [_ls_row(r, extra) for r in rows]))
     return 0
+
+
+def _readable_summary(
+    read: Callable[[reading.LogFile, str | None], reading.RunSummary],
+    log: reading.LogFile,
+    label: str | None,
+) -> reading.RunSummary | None:
+    """Return *read* of *log*; None, with a warning, for a log that cannot be read or is none."""
+    try:
+        summary = read(log, label)
+        return summary if _is_log(summary) else None
+    except (OSError, ReadError) as err:  # another user's log, one deleted meanwhile
+        reason = _summaries.unreadable_reason(err)
+        if reason is None:
+            raise
+    _summaries.warn_unreadable(log.path, reason)
+    return None
 
 
 def _ls_logs(folder: Path, *, recursive: bool) -> list[reading.LogFile]:
