@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import re
 import subprocess
 import sys
@@ -568,6 +569,37 @@ class TestTail:
 
         assert [r.split()[1] for r in out.getvalue().splitlines()] == ["a"]
         assert "n=2" in out.getvalue()
+
+    @pytest.mark.parametrize(
+        ("argv", "named"),
+        [
+            (["tail", "f.jsonl"], "f.jsonl"),
+            (["tail", "f"], "f.jsonl"),
+            (["tail", "-f", "f.jsonl"], "f.jsonl"),
+            (["tail", "-f", "f"], "f.jsonl"),
+            (["tail", "-f", "g"], "runs/g.jsonl"),
+        ],
+    )
+    def test_a_fifo_named_like_a_log_is_refused_not_waited_for(
+        self,
+        argv: list[str],
+        named: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        (tmp_path / "runs").mkdir()
+        os.mkfifo(tmp_path / "f.jsonl")
+        os.mkfifo(tmp_path / "runs" / "g.jsonl")
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(cli, "_sleep", _writer(tmp_path / "unused.jsonl", []))  # a wait ends
+
+        assert main(argv) == 1
+
+        assert capsys.readouterr().err == (
+            f"runlines: error: {named} is a FIFO, not a regular file; pass a folder of logs or a "
+            ".jsonl log file\n"
+        )
 
     def test_follow_starts_over_when_the_file_is_replaced(
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch

@@ -20,6 +20,7 @@ from runlines._version import __version__
 from runlines.cli import _summaries
 from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
+from runlines.reading._files import check_source
 from runlines.reading._lines import RAISE_HINT
 from runlines.reading._rules import json_ready
 from runlines.reading._table import quick_summary_of, summary_of
@@ -177,25 +178,36 @@ def _count(text: str) -> int:
 
 
 def resolve_run(text: str) -> Path:
-    """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder."""
-    path = Path(text)
-    if path.is_file():
-        return path
-    named = Path(f"{text}{reading.LOG_SUFFIX}")
-    if named.is_file():
-        return named
-    under_runs = Path(_RUNS_DIR, named)  # where the Quick start writes
-    if not path.is_absolute() and under_runs.is_file():
-        return under_runs
+    """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder.
+
+    Raises:
+        ReadError: no such run, a folder, or a FIFO, socket or device named like a log.
+    """
+    candidates = _run_candidates(text)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    path, named = candidates[:2]
     if path.is_dir():
         msg = f"{text} is a folder; pass one log file or run name (list them: runlines ls {text})"
         raise ReadError(msg, text)
+    for candidate in candidates:
+        if candidate.exists():
+            check_source(candidate)  # the readers' rule: a FIFO would block, refuse it
     msg = (
         f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()} or in "
         f"{_RUNS_DIR}/; pass a log "
         "file, or a run name from the folder that holds its log (list them: runlines ls)"
     )
     raise ReadError(msg, text)
+
+
+def _run_candidates(text: str) -> list[Path]:
+    """Return where RUN *text* may be: the path, NAME.jsonl here, then in runs/."""
+    path = Path(text)
+    named = Path(f"{text}{reading.LOG_SUFFIX}")
+    under_runs = [] if path.is_absolute() else [Path(_RUNS_DIR, named)]  # the Quick start's
+    return [path, named, *under_runs]
 
 
 def _resolve_source(text: str) -> Path:
@@ -603,8 +615,8 @@ def _tail(args: argparse.Namespace) -> int:
     try:
         path = resolve_run(args.run)
     except ReadError:
-        if not args.follow or Path(args.run).is_dir():
-            raise
+        if not args.follow or any(p.exists() for p in _run_candidates(args.run)):
+            raise  # only a run that is not there yet is waited for
         return _wait_and_follow(args, events)
     size = path.stat().st_size
     records = reading.last_records(path, args.n, events=events) if args.n else []

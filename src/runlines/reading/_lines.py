@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -266,8 +267,8 @@ class LogFollower:
             # replaced or truncated: read the new file from its start
             self.offset, self.pending, self._identity = 0, b"", identity
             self.restarts += 1
-        elif info.st_size == self.offset:
-            return []  # nothing new: not even an open
+        elif info.st_size == self.offset and stat.S_ISREG(info.st_mode):
+            return []  # nothing new: not even an open (which refuses a FIFO or such)
         with open_log(self.path) as stream:
             stream.seek(self.offset)
             data = self.pending + stream.read(max(0, info.st_size - self.offset))
