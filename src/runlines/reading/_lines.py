@@ -103,18 +103,22 @@ def iter_events(
     skipped: list[int] = []
     with open_log(path) as lines:
         for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
+            ends = raw.endswith(b"\n")
+            record = None
             try:
-                record = decode_line(raw)
+                record = decode_line(raw) if raw.strip() else None
             except ValueError as err:
-                if not raw.endswith(b"\n") and is_locked(path):
+                if not ends and is_locked(path):
                     break  # the live writer's record still being written, not a torn line
                 if errors == "raise":
                     raise bad_line_error(path, number, str(err)) from err
                 skipped.append(number)
-                continue
-            yield record
+            if record is not None:
+                yield record
+            if not ends:
+                # the end of what can be read now: the rest of a record still being written
+                # may have arrived since, and would read as one more broken line
+                break
     if skipped:
         warnings.warn(skipped_lines_message(path, skipped), RunlinesWarning, stacklevel=2)
 
