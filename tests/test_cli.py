@@ -613,6 +613,21 @@ class TestTail:
 
         assert out.getvalue().split()[1] == "new"
 
+    def test_follow_starts_over_when_the_file_is_rewritten_longer_in_place(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = write(run_dir / "r.jsonl", line("old", run="r", n=0), line("old", run="r", n=1))
+        out = io.StringIO()
+        stops = iter([False] * 2)
+        rewrite = b"".join(line("new", run="r", n=n) for n in range(10, 15))
+        monkeypatch.setattr(cli, "_sleep", lambda _s: log.write_bytes(rewrite))
+
+        follow(log, out, offset=log.stat().st_size, should_stop=lambda: next(stops, True))
+
+        assert [row.split()[-1] for row in out.getvalue().splitlines()] == [
+            f"n={n}" for n in range(10, 15)
+        ]
+
 
 def _writer(log: Path, appends: list[bytes], *, stop: bool = True) -> object:
     """Return a fake sleep that appends the next chunk to *log*; then Ctrl-C (or nothing)."""

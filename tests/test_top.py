@@ -283,6 +283,18 @@ class TestTop:
             "the other logs are shown\n"
         )
 
+    def test_a_log_rewritten_in_place_with_more_bytes_is_read_again(self, tmp_path: Path) -> None:
+        log = write(tmp_path / "a.jsonl", start("a"), steps("a", 101, 105))
+        top = Top([tmp_path], alive=always_alive)
+        top.refresh()
+
+        log.write_bytes(start("a", T0 + 100) + steps("a", 1, 40, t0=T0 + 100))  # same inode
+        top.refresh()
+
+        (row,) = top.rows()
+        assert row.step == 40
+        assert row.trend == pytest.approx([1.0 / s for s in range(1, 41)])
+
     def test_rank_files_show_as_ranks_of_their_run(self, tmp_path: Path) -> None:
         write(tmp_path / "ddp.jsonl", start("ddp"), steps("ddp", 1, 3))
         write(tmp_path / "ddp.rank1.jsonl", start("ddp"), steps("ddp", 1, 2))
