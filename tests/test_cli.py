@@ -721,6 +721,22 @@ class TestWhich:
             run.artifact("ckpt", path=checkpoint, step=3)
         return checkpoint
 
+    def test_a_log_that_cannot_be_read_is_named_and_the_others_searched(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        weights = run_dir / "model.bin"
+        with Run("w", run_dir, stdout=False) as run:
+            weights.write_bytes(b"weights")
+            run.artifact("model", path=weights)
+        theirs = train(run_dir, "theirs", range(1, 3))
+        refuse_to_open(monkeypatch, theirs, "denied")
+
+        assert main(["which", str(weights)]) == 0
+
+        captured = capsys.readouterr()
+        assert captured.out.startswith("run w  attempt 1")
+        assert f"left out {theirs}: it cannot be read (Permission denied)" in captured.err
+
     def test_finds_the_run_that_registered_a_file(
         self, checkpoint: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

@@ -269,15 +269,26 @@ def find_artifact(digest: str, logs: Iterable[LogFile]) -> list[ArtifactMatch]:
     Only the lines that hold both ``"artifact"`` and the digest are parsed, and the run_start
     lines, for the attempt.
     """
-    needle = digest.lower().encode()
     matches: list[ArtifactMatch] = []
     for log in logs:
-        attempt = 1
-        found = lines_containing(log.path, (needle, b'"run_start"'))
-        lines = ((at, raw) for at, raw in found if b'"run_start"' in raw or b'"artifact"' in raw)
-        for _, record in records_of(lines):
-            if record.get("event") == "run_start":
-                attempt = record["attempt"] if is_number(record.get("attempt")) else attempt + 1
-            elif record.get("event") == "artifact" and record.get("sha256") == digest.lower():
-                matches.append(ArtifactMatch(log, attempt, record))
+        try:
+            matches += _artifacts_in(log, digest.lower())
+        except ReadError as err:  # another user's log, one deleted meanwhile: the others count
+            reason = unreadable_reason(err)
+            if reason is None:
+                raise
+            warn_unreadable(log.path, reason)
+    return matches
+
+
+def _artifacts_in(log: LogFile, digest: str) -> list[ArtifactMatch]:
+    attempt = 1
+    matches = []
+    found = lines_containing(log.path, (digest.encode(), b'"run_start"'))
+    lines = ((at, raw) for at, raw in found if b'"run_start"' in raw or b'"artifact"' in raw)
+    for _, record in records_of(lines):
+        if record.get("event") == "run_start":
+            attempt = record["attempt"] if is_number(record.get("attempt")) else attempt + 1
+        elif record.get("event") == "artifact" and record.get("sha256") == digest:
+            matches.append(ArtifactMatch(log, attempt, record))
     return matches
