@@ -20,6 +20,7 @@ from _logs import T0, line, raw, refuse_to_open, train, write
 from runlines import Run, cli
 from runlines._version import __version__
 from runlines.cli import follow, main
+from runlines.cli._terminal import printable, printable_lines
 
 
 def _when(ts: float) -> str:
@@ -430,6 +431,14 @@ class TestControlCharacters:
     def assert_escaped(text: str) -> None:
         assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", text), repr(text)
         assert "\\x1b]52;c;" in text
+
+    def test_each_kind_of_control_character_is_written_as_its_escape(self) -> None:
+        text = "a\x00\t\n\r\x1b\x7f\x85\x9b\u061c\u200f\u2028\u202e\u2066\u2069é€"
+
+        assert printable(text) == (
+            "a\\x00\\t\\n\\r\\x1b\\x7f\\x85\\x9b\\u061c\\u200f\\u2028\\u202e\\u2066\\u2069é€"
+        )
+        assert printable_lines("a\x1b\nb\r") == "a\\x1b\nb\\r"
 
     @pytest.mark.parametrize("command", [["show"], ["tail"], ["ls"]])
     def test_show_tail_and_ls_escape_names_and_values(
