@@ -623,7 +623,7 @@ def _tail(args: argparse.Namespace) -> int:
     if not records and not args.follow and args.n:  # -n 0 asks for nothing: not an error
         _explain_no_records(path, events)
     width = max([12, *(len(str(r.get("event", ""))) for r in records)])
-    sys.stdout.writelines(console_line(record, width) for record in records)
+    sys.stdout.writelines(_console_line(record, width) for record in records)
     if not args.follow:
         return 0
     sys.stdout.flush()
@@ -646,7 +646,7 @@ def _wait_and_follow(args: argparse.Namespace, events: Collection[str] | None) -
     return 0
 
 
-def console_line(record: Mapping[str, Any], width: int) -> str:
+def _console_line(record: Mapping[str, Any], width: int) -> str:
     """Return *record* as `tail` prints it: the console format, `printable`, one line."""
     return printable(format_console(record, width).removesuffix("\n")) + "\n"
 
@@ -687,7 +687,7 @@ def follow(
         for record in follower.poll():
             event = record.get("event")
             if events is None or (isinstance(event, str) and event in events):
-                out.write(console_line(record, width))
+                out.write(_console_line(record, width))
         out.flush()
         if follower.skipped > skipped:
             skipped = follower.skipped
