@@ -672,3 +672,23 @@ class TestLive:
         view.read_until(r"RUN\s+STATUS\s+STEP[ \r]*\n", timeout_s=20)  # long before the 60 s
         view.press(b"q")
         assert view.exit_status()[0] == 0
+
+    def test_an_unreadable_log_is_counted_meanwhile_and_named_once_the_view_ends(
+        self, tmp_path: Path, terminal: Any
+    ) -> None:
+        write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))
+        gone = write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 3))
+        view = terminal([str(tmp_path), "--interval", "0.05"])
+        view.read_until(r"b\s+died\s+3")
+
+        gone.unlink()
+        gone.mkdir()  # a folder where the log was: it cannot be read as one
+        view.read_until(r"1 logs \(1 died\), 1 unreadable")
+        view.read_until(r"a\s+died\s+3")
+        view.press(b"q")
+
+        status, raw = view.exit_status()
+        assert status == 0
+        after = raw.rsplit("\x1b[?1049l", 1)[1]  # written to the terminal given back
+        assert after.count("left out") == 1
+        assert f"runlines: warning: left out {gone}: it cannot be read" in after
