@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from runlines import Run
 from runlines._encoding import encode_line
+from runlines._layout import open_regular as real_open
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -53,3 +56,18 @@ def train(
             if evals and step % 2 == 0:
                 run.log("eval", step=step, split="val", accuracy=step / 100)
     return directory / f"{name}.jsonl"
+
+
+def refuse_to_open(monkeypatch: pytest.MonkeyPatch, log: Path, how: str) -> None:
+    """Make *log* unreadable to the readers: permission denied (another user's log; the tests
+    run as root), or deleted by the time it is opened.
+    """
+
+    def open_regular(path: str | os.PathLike[str]) -> Any:
+        if Path(path) == log:
+            if how == "denied":
+                raise PermissionError(13, "Permission denied", str(path))
+            log.unlink(missing_ok=True)
+        return real_open(path)
+
+    monkeypatch.setattr("runlines.reading._lines.open_regular", open_regular)

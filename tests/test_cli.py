@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import os
 import re
 import subprocess
 import sys
@@ -15,10 +16,11 @@ import pytest
 from filelock import FileLock
 from freezegun import freeze_time
 
-from _logs import T0, line, raw, train, write
+from _logs import T0, line, raw, refuse_to_open, train, write
 from runlines import Run, cli
 from runlines._version import __version__
 from runlines.cli import follow, main
+from runlines.cli._terminal import printable, printable_lines
 
 
 def _when(ts: float) -> str:
@@ -83,6 +85,26 @@ class TestLs:
         assert row.split() == [
             *("base", "ok", "1", *started.split(), "3m00s", "3", "train_step.loss=0.333333")
         ]
+
+    @pytest.mark.parametrize("how", ["denied", "deleted"])
+    def test_a_log_that_cannot_be_read_is_named_once_and_left_out(
+        self,
+        how: str,
+        run_dir: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(run_dir, "a", range(1, 3))
+        theirs = train(run_dir, "b", range(1, 3))
+        train(run_dir, "c", range(1, 3))
+        refuse_to_open(monkeypatch, theirs, how)
+
+        assert main(["ls", str(run_dir)]) == 0
+
+        captured = capsys.readouterr()
+        assert [row.split()[0] for row in captured.out.splitlines()[1:]] == ["a", "c"]
+        (warning,) = captured.err.splitlines()
+        assert warning.startswith(f"runlines: warning: left out {theirs}: it cannot be read (")
 
     def test_counts_attempts_and_shows_failed(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]
@@ -388,6 +410,95 @@ class TestHostileInputs:
         assert len(capsys.readouterr().out.splitlines()[0]) < 200
 
 
+class TestControlCharacters:
+    """What a log holds is printed with its control characters escaped, never obeyed."""
+
+    # OSC 52 (sets the clipboard), the window title, clear screen, a C1 CSI, a bidi override
+    CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
+    TITLE = "\x1b]0;pwned\x07"
+    CLEAR = "\x1b[2J"
+
+    def hostile_log(self, run_dir: Path) -> Path:
+        note = f"{self.TITLE}\x9b2J\u202eevil\r\n"
+        config = {f"lr{self.CLEAR}": 1, "note": note}
+        return write(
+            run_dir / "h.jsonl",
+            line("run_start", run=f"h{self.TITLE}", attempt=1, config=config),
+            line(f"train{self.CLIPBOARD}", run="h", note=note, **{f"loss{self.CLEAR}": 0.5}),
+        )
+
+    @staticmethod
+    def assert_escaped(text: str) -> None:
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", text), repr(text)
+        assert "\\x1b]52;c;" in text
+
+    def test_each_kind_of_control_character_is_written_as_its_escape(self) -> None:
+        text = "a\x00\t\n\r\x1b\x7f\x85\x9b\u061c\u200f\u2028\u202e\u2066\u2069é€"
+
+        assert printable(text) == (
+            "a\\x00\\t\\n\\r\\x1b\\x7f\\x85\\x9b\\u061c\\u200f\\u2028\\u202e\\u2066\\u2069é€"
+        )
+        assert printable_lines("a\x1b\nb\r") == "a\\x1b\nb\\r"
+
+    @pytest.mark.parametrize("command", [["show"], ["tail"], ["ls"]])
+    def test_show_tail_and_ls_escape_names_and_values(
+        self, command: list[str], run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = self.hostile_log(run_dir)
+        target = run_dir if command == ["ls"] else log
+        if command == ["ls"]:
+            write(run_dir / f"x{self.CLIPBOARD}.jsonl", line("run_start", run="x"))
+
+        assert main([*command, str(target)]) == 0
+
+        out = capsys.readouterr().out
+        self.assert_escaped(out)
+        if command != ["ls"]:
+            assert "\\x1b]0;pwned\\x07\\x9b2J\\u202eevil\\r\\n" in out
+
+    def test_tail_follow_escapes_appended_records(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = write(run_dir / "f.jsonl", line("run_start", run="f"))
+        appended = line(f"eval{self.CLIPBOARD}", run="f", split=self.TITLE)
+        monkeypatch.setattr(cli, "_sleep", _writer(log, [appended]))
+
+        assert main(["tail", "-f", "-n", "0", str(log)]) == 0
+
+        self.assert_escaped(capsys.readouterr().out)
+
+    def test_an_error_naming_events_escapes_them(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = self.hostile_log(run_dir)
+
+        assert main(["tail", "--event", "nope", str(log)]) == 1
+
+        self.assert_escaped(capsys.readouterr().err)
+
+    def test_diff_escapes_config_keys(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        a = write(run_dir / "a.jsonl", line("run_start", run="a", config={self.CLIPBOARD: 1}))
+        b = write(run_dir / "b.jsonl", line("run_start", run="b", config={self.CLIPBOARD: 2}))
+
+        assert main(["diff", str(a), str(b)]) == 0
+
+        self.assert_escaped(capsys.readouterr().out)
+
+    def test_which_escapes_the_artifact_path(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        weights = run_dir / f"model{self.CLIPBOARD}.bin"
+        with Run("w", run_dir, stdout=False) as run:
+            weights.write_bytes(b"weights")
+            run.artifact("model", path=weights)
+
+        assert main(["which", str(weights)]) == 0
+
+        self.assert_escaped(capsys.readouterr().out)
+
+
 class TestTail:
     def test_prints_the_last_n_records_aligned(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]
@@ -468,6 +579,37 @@ class TestTail:
         assert [r.split()[1] for r in out.getvalue().splitlines()] == ["a"]
         assert "n=2" in out.getvalue()
 
+    @pytest.mark.parametrize(
+        ("argv", "named"),
+        [
+            (["tail", "f.jsonl"], "f.jsonl"),
+            (["tail", "f"], "f.jsonl"),
+            (["tail", "-f", "f.jsonl"], "f.jsonl"),
+            (["tail", "-f", "f"], "f.jsonl"),
+            (["tail", "-f", "g"], "runs/g.jsonl"),
+        ],
+    )
+    def test_a_fifo_named_like_a_log_is_refused_not_waited_for(
+        self,
+        argv: list[str],
+        named: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        (tmp_path / "runs").mkdir()
+        os.mkfifo(tmp_path / "f.jsonl")
+        os.mkfifo(tmp_path / "runs" / "g.jsonl")
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(cli, "_sleep", _writer(tmp_path / "unused.jsonl", []))  # a wait ends
+
+        assert main(argv) == 1
+
+        assert capsys.readouterr().err == (
+            f"runlines: error: {named} is a FIFO, not a regular file; pass a folder of logs or a "
+            ".jsonl log file\n"
+        )
+
     def test_follow_starts_over_when_the_file_is_replaced(
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -479,6 +621,21 @@ class TestTail:
         follow(log, out, offset=log.stat().st_size, should_stop=lambda: next(stops, True))
 
         assert out.getvalue().split()[1] == "new"
+
+    def test_follow_starts_over_when_the_file_is_rewritten_longer_in_place(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = write(run_dir / "r.jsonl", line("old", run="r", n=0), line("old", run="r", n=1))
+        out = io.StringIO()
+        stops = iter([False] * 2)
+        rewrite = b"".join(line("new", run="r", n=n) for n in range(10, 15))
+        monkeypatch.setattr(cli, "_sleep", lambda _s: log.write_bytes(rewrite))
+
+        follow(log, out, offset=log.stat().st_size, should_stop=lambda: next(stops, True))
+
+        assert [row.split()[-1] for row in out.getvalue().splitlines()] == [
+            f"n={n}" for n in range(10, 15)
+        ]
 
 
 def _writer(log: Path, appends: list[bytes], *, stop: bool = True) -> object:
@@ -572,6 +729,22 @@ class TestWhich:
             run.log("train_step", step=3, loss=0.1)
             run.artifact("ckpt", path=checkpoint, step=3)
         return checkpoint
+
+    def test_a_log_that_cannot_be_read_is_named_and_the_others_searched(
+        self, run_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        weights = run_dir / "model.bin"
+        with Run("w", run_dir, stdout=False) as run:
+            weights.write_bytes(b"weights")
+            run.artifact("model", path=weights)
+        theirs = train(run_dir, "theirs", range(1, 3))
+        refuse_to_open(monkeypatch, theirs, "denied")
+
+        assert main(["which", str(weights)]) == 0
+
+        captured = capsys.readouterr()
+        assert captured.out.startswith("run w  attempt 1")
+        assert f"left out {theirs}: it cannot be read (Permission denied)" in captured.err
 
     def test_finds_the_run_that_registered_a_file(
         self, checkpoint: Path, capsys: pytest.CaptureFixture[str]

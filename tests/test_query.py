@@ -366,6 +366,22 @@ class TestCommands:
         ]
         assert len({len(line) for line in lines}) == 1
 
+    def test_query_escapes_control_characters_of_names_and_values(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = tmp_path / "h.jsonl"
+        record = {"ts": 1.0, "event": "note\x1b]0;t\x07", "run": "h", "text": "\x1b[2Jx\u202e"}
+        log.write_bytes(orjson.dumps(record) + b"\n")
+        sql = 'SELECT event, text, 1 AS "n\x1b[2J" FROM records'
+
+        assert _cli("query", sql, str(log)) == 0
+
+        out = capsys.readouterr().out
+        assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", out), repr(out)
+        lines = out.splitlines()
+        assert lines[0].split() == ["event", "text", "n\\x1b[2J"]
+        assert lines[1].split() == ["note\\x1b]0;t\\x07", "\\x1b[2Jx\\u202e", "1"]
+
     @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
     def test_query_writes_csv_or_parquet(self, runs: Path, tmp_path: Path, suffix: str) -> None:
         out = tmp_path / f"losses{suffix}"

@@ -709,3 +709,30 @@ def test_event_filter_keeps_a_field_whose_only_value_is_nan(tmp_path: Path) -> N
 
     assert "other" not in frame.columns
     assert math.isnan(frame.k.iloc[0])
+
+
+class TestIterEventsOfAGrowingLog:
+    def test_a_line_without_its_newline_ends_the_pass(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The rest of a record being written, arriving after its start was read, is no line."""
+        from runlines.reading import _lines
+
+        being_written = line("b", n=2)
+        log = write(run_dir / "g.jsonl", line("a", n=1), being_written[:12])
+        decode = _lines.decode_line
+
+        def decode_while_the_writer_goes_on(raw: bytes) -> dict[str, Any]:
+            if raw == being_written[:12]:  # the writer (holding no lock) finishes meanwhile
+                with log.open("ab") as out:
+                    out.write(being_written[12:] + line("c", n=3))
+            return decode(raw)
+
+        monkeypatch.setattr(_lines, "decode_line", decode_while_the_writer_goes_on)
+
+        with pytest.warns(RunlinesWarning, match=r"skipped 1 line .*line 2\)") as caught:
+            events = [r["event"] for r in iter_events(log)]
+
+        assert events == ["a"]
+        assert len(caught) == 1
+        assert [r["event"] for r in iter_events(log)] == ["a", "b", "c"]

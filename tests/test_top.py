@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from filelock import FileLock
 
-from _logs import T0, line, write
+from _logs import T0, line, refuse_to_open, write
 from runlines import runs
 from runlines.cli import _top, main
 from runlines.cli._top import LOCK_EVERY_S, SPARKS, Top, TopRow, Trend, render_frame, sparkline
+from runlines.errors import RunlinesWarning
 from runlines.reading import lock_path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -151,6 +152,18 @@ class TestRenderFrame:
         assert [text.split()[0] for text in frame[2:4]] == ["r0", "r1"]
         assert frame[4].startswith("... 8 more runs")
 
+    def test_control_characters_in_a_row_are_escaped_before_widths_are_measured(self) -> None:
+        rows = [
+            TopRow(run="a\x1b[2J", status="ok", metric="e.f\x07", value="\x9b", last=(("k", 1),)),
+            TopRow(run="b", status="ok", metric="e.f", value=1),
+        ]
+
+        frame = render_frame(rows, width=200, height=None, title="top \x1b]0;t\x07")
+
+        assert frame[0] == "top \\x1b]0;t\\x07"
+        assert frame[2].split() == ["a\\x1b[2J", "ok", "e.f\\x07=\\x9b", "k=1"]
+        assert frame[2].index("ok") == frame[3].index("ok")
+
     def test_columns_no_run_has_are_left_out(self) -> None:
         rows = [TopRow(run="a", status="ok", step=3, metric="eval.loss", value=0.5)]
 
@@ -234,6 +247,53 @@ class TestTop:
         (row,) = top.rows()
         assert row.step == 5
         assert len(row.trend) == 5
+
+    @pytest.mark.parametrize("how", ["denied", "deleted"])
+    def test_a_log_that_cannot_be_read_is_named_once_and_left_out(
+        self, how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))
+        theirs = write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 3))
+        write(tmp_path / "c.jsonl", start("c"), steps("c", 1, 3))
+        refuse_to_open(monkeypatch, theirs, how)
+        top = Top([tmp_path], alive=always_alive)
+
+        with pytest.warns(RunlinesWarning) as caught:
+            top.refresh()
+            top.refresh()
+
+        assert [row.run for row in top.rows()] == ["a", "c"]
+        assert len(caught) == 1
+        assert str(caught[0].message).startswith(f"left out {theirs}: it cannot be read (")
+
+    def test_once_names_an_unreadable_log_on_stderr_and_shows_the_others(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))
+        theirs = write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 3))
+        refuse_to_open(monkeypatch, theirs, "denied")
+
+        assert main(["top", str(tmp_path), "--once"]) == 0
+
+        captured = capsys.readouterr()
+        assert [row.split()[0] for row in captured.out.splitlines()[2:]] == ["a"]
+        assert "1 unreadable" in captured.out.splitlines()[0]
+        assert captured.err == (
+            f"runlines: warning: left out {theirs}: it cannot be read (Permission denied); "
+            "the other logs are shown\n"
+        )
+
+    def test_a_log_rewritten_in_place_with_more_bytes_is_read_again(self, tmp_path: Path) -> None:
+        log = write(tmp_path / "a.jsonl", start("a"), steps("a", 101, 105))
+        top = Top([tmp_path], alive=always_alive)
+        top.refresh()
+
+        log.write_bytes(start("a", T0 + 100) + steps("a", 1, 40, t0=T0 + 100))  # same inode
+        top.refresh()
+
+        (row,) = top.rows()
+        assert row.step == 40
+        assert row.trend == pytest.approx([1.0 / s for s in range(1, 41)])
 
     def test_rank_files_show_as_ranks_of_their_run(self, tmp_path: Path) -> None:
         write(tmp_path / "ddp.jsonl", start("ddp"), steps("ddp", 1, 3))
@@ -431,6 +491,27 @@ def test_once_prints_one_frame(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert out[2].split()[:4] == ["a", "ok", "3", "train_step.loss=0.3333"]
 
 
+def test_once_escapes_control_characters_of_run_event_and_field_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clipboard, title, clear = "\x1b]52;c;cm0gLXJmIH4=\x07", "\x1b]0;pwned\x07", "\x1b[2J"
+    fields = {f"loss{clear}": 0.5, "lr\x9b2J\u202e\r": 0.1}
+    run = f"a{clipboard}"
+    write(
+        tmp_path / f"{run}.jsonl",
+        start(run),
+        line(f"train{title}", run, T0, step=1, **fields),
+        line(f"train{title}", run, T0 + 1, step=2, **fields),
+    )
+
+    assert main(["top", str(tmp_path), "--once"]) == 0
+
+    out = capsys.readouterr().out
+    assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]", out), repr(out)
+    assert "a\\x1b]52;c;" in out
+    assert "train\\x1b]0;pwned\\x07.loss\\x1b[2J=0.5" in out
+
+
 def test_a_bad_metric_option_says_the_form(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -591,3 +672,23 @@ class TestLive:
         view.read_until(r"RUN\s+STATUS\s+STEP[ \r]*\n", timeout_s=20)  # long before the 60 s
         view.press(b"q")
         assert view.exit_status()[0] == 0
+
+    def test_an_unreadable_log_is_counted_meanwhile_and_named_once_the_view_ends(
+        self, tmp_path: Path, terminal: Any
+    ) -> None:
+        write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))
+        gone = write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 3))
+        view = terminal([str(tmp_path), "--interval", "0.05"])
+        view.read_until(r"b\s+died\s+3")
+
+        gone.unlink()
+        gone.mkdir()  # a folder where the log was: it cannot be read as one
+        view.read_until(r"1 logs \(1 died\), 1 unreadable")
+        view.read_until(r"a\s+died\s+3")
+        view.press(b"q")
+
+        status, raw = view.exit_status()
+        assert status == 0
+        after = raw.rsplit("\x1b[?1049l", 1)[1]  # written to the terminal given back
+        assert after.count("left out") == 1
+        assert f"runlines: warning: left out {gone}: it cannot be read" in after

@@ -8,8 +8,11 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 import pytest
+
+pytest.importorskip("lightning")  # a core install without the frameworks skips, with the reason
+
+import lightning as L
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only

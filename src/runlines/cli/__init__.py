@@ -18,7 +18,9 @@ from runlines import _native, reading
 from runlines._encoding import format_console
 from runlines._version import __version__
 from runlines.cli import _summaries
+from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
+from runlines.reading._files import check_source
 from runlines.reading._lines import RAISE_HINT
 from runlines.reading._rules import json_ready
 from runlines.reading._table import quick_summary_of, summary_of
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             _silence_stdout()
             return 1
         except (RunlinesError, ImportError, OSError) as err:
-            print(f"runlines: error: {err}", file=sys.stderr)
+            print(f"runlines: error: {printable_lines(str(err))}", file=sys.stderr)
             return 1
     return status
 
@@ -84,7 +86,7 @@ def _show_warning(
 ) -> None:
     # the Python option the message suggests is no option of any command
     text = str(message).replace(RAISE_HINT, "")
-    print(f"runlines: warning: {text}", file=sys.stderr)
+    print(f"runlines: warning: {printable_lines(text)}", file=sys.stderr)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -176,25 +178,36 @@ def _count(text: str) -> int:
 
 
 def resolve_run(text: str) -> Path:
-    """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder."""
-    path = Path(text)
-    if path.is_file():
-        return path
-    named = Path(f"{text}{reading.LOG_SUFFIX}")
-    if named.is_file():
-        return named
-    under_runs = Path(_RUNS_DIR, named)  # where the Quick start writes
-    if not path.is_absolute() and under_runs.is_file():
-        return under_runs
+    """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder.
+
+    Raises:
+        ReadError: no such run, a folder, or a FIFO, socket or device named like a log.
+    """
+    candidates = _run_candidates(text)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    path, named = candidates[:2]
     if path.is_dir():
         msg = f"{text} is a folder; pass one log file or run name (list them: runlines ls {text})"
         raise ReadError(msg, text)
+    for candidate in candidates:
+        if candidate.exists():
+            check_source(candidate)  # the readers' rule: a FIFO would block, refuse it
     msg = (
         f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()} or in "
         f"{_RUNS_DIR}/; pass a log "
         "file, or a run name from the folder that holds its log (list them: runlines ls)"
     )
     raise ReadError(msg, text)
+
+
+def _run_candidates(text: str) -> list[Path]:
+    """Return where RUN *text* may be: the path, NAME.jsonl here, then in runs/."""
+    path = Path(text)
+    named = Path(f"{text}{reading.LOG_SUFFIX}")
+    under_runs = [] if path.is_absolute() else [Path(_RUNS_DIR, named)]  # the Quick start's
+    return [path, named, *under_runs]
 
 
 def _resolve_source(text: str) -> Path:
@@ -246,8 +259,10 @@ def _value(value: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]], indent: str = "") -> str:
-    """Return *rows* under *header* in aligned columns, numbers right-aligned."""
-    rows = [list(header), *(list(row) for row in rows)]
+    """Return *rows* under *header* in aligned columns, numbers right-aligned, each cell
+    `printable`.
+    """
+    rows = [[printable(cell) for cell in row] for row in (header, *rows)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     numeric = [all(_is_numeric(row[i]) for row in rows[1:]) for i in range(len(header))]
     lines = []
@@ -279,12 +294,12 @@ def _ls(args: argparse.Namespace) -> int:
         ranks[key] = ranks.get(key, 0) + 1
     mains = [log for log in logs if log.rank is None]
     labels = reading.run_labels(mains)
+    # the table's key columns need no full read of a big log; --json shows every column
+    read = summary_of if args.json or args.columns else quick_summary_of
     rows = []
     for log in mains:
-        # the table's key columns need no full read of a big log; --json shows every column
-        read = summary_of if args.json or args.columns else quick_summary_of
-        summary = read(log, labels.get(log.path))
-        if _is_log(summary):
+        summary = _readable_summary(read, log, labels.get(log.path))
+        if summary is not None:
             row = summary.row()
             row["_last_ts"] = summary.last_ts
             row["_files"] = ranks[(log.path.parent, log.run)]
@@ -297,6 +312,23 @@ def _ls(args: argparse.Namespace) -> int:
     header = ["RUN", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "STEP", "METRIC"]
     print(_table([*header, *(c.upper() for c in extra)], [_ls_row(r, extra) for r in rows]))
     return 0
+
+
+def _readable_summary(
+    read: Callable[[reading.LogFile, str | None], reading.RunSummary],
+    log: reading.LogFile,
+    label: str | None,
+) -> reading.RunSummary | None:
+    """Return *read* of *log*; None, with a warning, for a log that cannot be read or is none."""
+    try:
+        summary = read(log, label)
+        return summary if _is_log(summary) else None
+    except (OSError, ReadError) as err:  # another user's log, one deleted meanwhile
+        reason = _summaries.unreadable_reason(err)
+        if reason is None:
+            raise
+    _summaries.warn_unreadable(log.path, reason)
+    return None
 
 
 def _ls_logs(folder: Path, *, recursive: bool) -> list[reading.LogFile]:
@@ -459,7 +491,7 @@ def _show_header(details: _summaries.RunDetails) -> str:
     if details.status == "failed" and end.get("exc_type"):
         rows.insert(3, ("error", f"{end['exc_type']}: {end.get('exc_message', '')}"[:200]))
     width = max(len(key) for key, _ in rows)
-    return "\n".join(f"{key:<{width}}  {value}" for key, value in rows)
+    return "\n".join(f"{key:<{width}}  {printable(value)}" for key, value in rows)
 
 
 def _host(start: Mapping[str, Any]) -> str:
@@ -502,7 +534,7 @@ def _config(details: _summaries.RunDetails, limit: int | None) -> str:
     text = "config\n" + _table(["KEY", "VALUE"], _pairs(shown), "  ")
     if len(shown) < len(items):
         more = len(items) - len(shown)
-        text += f"\n  ... {more} more (runlines show --config {details.log.path})"
+        text += f"\n  ... {more} more (runlines show --config {printable(str(details.log.path))})"
     return text
 
 
@@ -570,7 +602,7 @@ def _last_values(details: _summaries.RunDetails) -> str:
 
 
 def _rank_section(details: _summaries.RunDetails) -> str:
-    head = f"rank {details.log.rank} ({details.log.path}): {details.status}"
+    head = printable(f"rank {details.log.rank} ({details.log.path}): {details.status}")
     parts = [head, _events(details), _last_values(details)]
     return "\n".join(part for part in parts if part)
 
@@ -583,15 +615,15 @@ def _tail(args: argparse.Namespace) -> int:
     try:
         path = resolve_run(args.run)
     except ReadError:
-        if not args.follow or Path(args.run).is_dir():
-            raise
+        if not args.follow or any(p.exists() for p in _run_candidates(args.run)):
+            raise  # only a run that is not there yet is waited for
         return _wait_and_follow(args, events)
     size = path.stat().st_size
     records = reading.last_records(path, args.n, events=events) if args.n else []
     if not records and not args.follow and args.n:  # -n 0 asks for nothing: not an error
         _explain_no_records(path, events)
     width = max([12, *(len(str(r.get("event", ""))) for r in records)])
-    sys.stdout.writelines(format_console(record, width) for record in records)
+    sys.stdout.writelines(_console_line(record, width) for record in records)
     if not args.follow:
         return 0
     sys.stdout.flush()
@@ -612,6 +644,11 @@ def _wait_and_follow(args: argparse.Namespace, events: Collection[str] | None) -
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+def _console_line(record: Mapping[str, Any], width: int) -> str:
+    """Return *record* as `tail` prints it: the console format, `printable`, one line."""
+    return printable(format_console(record, width).removesuffix("\n")) + "\n"
 
 
 def _explain_no_records(path: Path, events: Collection[str] | None) -> None:
@@ -650,7 +687,7 @@ def follow(
         for record in follower.poll():
             event = record.get("event")
             if events is None or (isinstance(event, str) and event in events):
-                out.write(format_console(record, width))
+                out.write(_console_line(record, width))
         out.flush()
         if follower.skipped > skipped:
             skipped = follower.skipped
@@ -729,7 +766,7 @@ def _which(args: argparse.Namespace) -> int:
         print(json.dumps(json_ready(found), default=str, allow_nan=False))
         return 0
     for match in matches:
-        print(_which_line(match))
+        print(printable(_which_line(match)))
     return 0
 
 

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from runlines.cli._terminal import printable_lines
 from runlines.reading import RunDiff, diff
 
 __all__ = ["add_commands"]
@@ -31,7 +32,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(found.to_dict(), default=str, allow_nan=False))
     else:
-        print(format_diff(found))
+        print(printable_lines(format_diff(found)))
     return 0
 
 

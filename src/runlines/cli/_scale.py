@@ -13,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import RunlinesError
 from runlines.reading._rules import json_ready
 
@@ -114,9 +115,20 @@ def _table(frame: Any) -> str:
     if frame.columns.empty:
         return "(no result)"
     if frame.empty:
-        return "  ".join(map(str, frame.columns)) + "\n(0 rows)"
-    text: str = frame.to_string(index=False, na_rep="NULL")
-    return text
+        return "  ".join(printable(str(c)) for c in frame.columns) + "\n(0 rows)"
+    text: str = _printable_frame(frame).to_string(index=False, na_rep="NULL")
+    return printable_lines(text)
+
+
+def _printable_frame(frame: Any) -> Any:
+    """Return a copy of *frame* whose column names and text values are `printable`."""
+    shown = frame.copy()
+    shown.columns = [printable(str(c)) for c in frame.columns]
+    for i, kind in enumerate(shown.dtypes):
+        if kind == "object":
+            column = shown.iloc[:, i]
+            shown.iloc[:, i] = column.map(lambda v: printable(v) if isinstance(v, str) else v)
+    return shown
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -139,12 +151,12 @@ def _reporting_errors(work: Callable[[], None]) -> int:
     try:
         work()
     except (RunlinesError, ImportError, OSError, ValueError) as err:
-        print(f"runlines: error: {_one_line(err)}", file=sys.stderr)
+        print(f"runlines: error: {printable(_one_line(err))}", file=sys.stderr)
         return 1
     except Exception as err:  # DuckDB's own errors (I/O, conversion) during a COPY or scan
         if type(err).__module__.split(".")[0] not in ("duckdb", "_duckdb"):
             raise
-        print(f"runlines: error: DuckDB failed: {_one_line(err)}", file=sys.stderr)
+        print(f"runlines: error: DuckDB failed: {printable(_one_line(err))}", file=sys.stderr)
         return 1
     return 0
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from runlines._layout import LIFECYCLE_EVENTS
-from runlines.errors import ReadError
+from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading._files import LogFile, is_locked
 from runlines.reading._lines import (
     event_of,
@@ -22,6 +23,22 @@ from runlines.reading._rules import BOOKKEEPING, as_attempt, is_number
 from runlines.reading._summary import attempt_count, lifecycle, run_status
 
 _TAIL_BYTES: Final = 1 << 20  # `ls` looks for the last step and metric this far from the end
+
+
+def unreadable_reason(err: Exception) -> str | None:
+    """Return why a log cannot be read when *err* says so (an OSError, or the ReadError of
+    one), else None: the error is about the log's content, not about reading it.
+    """
+    cause = err.__cause__ if isinstance(err, ReadError) else err
+    if not isinstance(cause, OSError):
+        return None
+    return cause.strerror or str(cause)
+
+
+def warn_unreadable(path: str | os.PathLike[str], reason: str) -> None:
+    """Warn that log *path* is left out because it cannot be read, for *reason*."""
+    msg = f"left out {path}: it cannot be read ({reason}); the other logs are shown"
+    warnings.warn(msg, RunlinesWarning, stacklevel=3)
 
 
 def main_metric(records: Sequence[Mapping[str, Any]]) -> str | None:
@@ -252,15 +269,26 @@ def find_artifact(digest: str, logs: Iterable[LogFile]) -> list[ArtifactMatch]:
     Only the lines that hold both ``"artifact"`` and the digest are parsed, and the run_start
     lines, for the attempt.
     """
-    needle = digest.lower().encode()
     matches: list[ArtifactMatch] = []
     for log in logs:
-        attempt = 1
-        found = lines_containing(log.path, (needle, b'"run_start"'))
-        lines = ((at, raw) for at, raw in found if b'"run_start"' in raw or b'"artifact"' in raw)
-        for _, record in records_of(lines):
-            if record.get("event") == "run_start":
-                attempt = record["attempt"] if is_number(record.get("attempt")) else attempt + 1
-            elif record.get("event") == "artifact" and record.get("sha256") == digest.lower():
-                matches.append(ArtifactMatch(log, attempt, record))
+        try:
+            matches += _artifacts_in(log, digest.lower())
+        except ReadError as err:  # another user's log, one deleted meanwhile: the others count
+            reason = unreadable_reason(err)
+            if reason is None:
+                raise
+            warn_unreadable(log.path, reason)
+    return matches
+
+
+def _artifacts_in(log: LogFile, digest: str) -> list[ArtifactMatch]:
+    attempt = 1
+    matches = []
+    found = lines_containing(log.path, (digest.encode(), b'"run_start"'))
+    lines = ((at, raw) for at, raw in found if b'"run_start"' in raw or b'"artifact"' in raw)
+    for _, record in records_of(lines):
+        if record.get("event") == "run_start":
+            attempt = record["attempt"] if is_number(record.get("attempt")) else attempt + 1
+        elif record.get("event") == "artifact" and record.get("sha256") == digest:
+            matches.append(ArtifactMatch(log, attempt, record))
     return matches

@@ -15,6 +15,7 @@ import shutil
 import statistics
 import sys
 import time
+import warnings
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from typing import Any, Final
 
 from runlines import _layout
 from runlines._layout import LOG_SUFFIX, RUN_START
+from runlines.cli._summaries import unreadable_reason, warn_unreadable
+from runlines.cli._terminal import printable
 from runlines.errors import ReadError
 from runlines.reading._files import LogFile, check_source, is_locked, log_file, run_labels
 from runlines.reading._lines import LogFollower, decode_line, lines_containing, open_log
@@ -124,13 +127,14 @@ class RunWatch:
     def refresh(self) -> int:
         """Read the records appended since the last refresh; return the bytes read."""
         if not self._primed:
-            self._primed = True
             try:
                 size = self.log.path.stat().st_size
             except FileNotFoundError:  # not written yet: the follower waits for it
                 size = 0
-            if size > QUICK_BYTES:
-                return self._prime(size)
+            read = self._prime(size) if size > QUICK_BYTES else 0
+            self._primed = True  # after the reads: a log that could not be read is primed later
+            if read:
+                return read
         before = self.follower.offset
         records = self.follower.poll()
         if self.follower.restarts != self._restarts:  # replaced or truncated: start over
@@ -327,6 +331,8 @@ class Top:
         self.monotonic = monotonic
         self.watches: dict[Path, RunWatch] = {}
         self._probed: dict[Path, tuple[float, bool]] = {}  # log -> (when, held)
+        self.unreadable: dict[Path, str] = {}  # logs left out of the rows -> why
+        self._named: set[Path] = set()  # the unreadable logs a warning has named
         self._check_sources()
 
     def _check_sources(self) -> None:
@@ -338,12 +344,25 @@ class Top:
         """Pick up new logs, read what each log gained; return the bytes read in all."""
         self._discover()
         read = 0
-        for watch in self.watches.values():
+        for path, watch in self.watches.items():
             try:
                 read += watch.refresh()
-            except OSError:  # unreadable for now (permissions, a network share): next time
-                continue
+            except (OSError, ReadError) as err:  # another user's, one deleted meanwhile
+                reason = unreadable_reason(err)
+                if reason is None:
+                    raise
+                self._left_out(path, reason)
+            else:  # a log deleted after it could not be read stays out
+                if path in self.unreadable and path.exists():
+                    del self.unreadable[path]
         return read
+
+    def _left_out(self, path: Path, reason: str) -> None:
+        """Leave log *path* out of the rows until it can be read; name it once."""
+        if path not in self._named:
+            self._named.add(path)
+            warn_unreadable(path, reason)
+        self.unreadable[path] = reason
 
     def _discover(self) -> None:
         found: list[LogFile] = []
@@ -393,7 +412,9 @@ class Top:
         now = self.clock()
         ranked = {watch.log.run for watch in self.watches.values() if watch.log.rank}
         rows = []
-        for watch in self.watches.values():
+        for path, watch in self.watches.items():
+            if path in self.unreadable:
+                continue
             rank = watch.log.rank
             if rank is None and watch.log.run in ranked:
                 rank = 0
@@ -467,7 +488,7 @@ _TREND_WIDTH: Final = 20
 _RUN_WIDTH: Final = 28
 # (header, cell, right-aligned); the order they show in
 _COLUMNS: Final[tuple[tuple[str, Callable[[TopRow], str], bool], ...]] = (
-    ("RUN", lambda r: _cut(r.run, _RUN_WIDTH), False),
+    ("RUN", lambda r: _cut(printable(r.run), _RUN_WIDTH), False),
     ("RANK", lambda r: _num(r.rank), True),
     ("STATUS", lambda r: r.status, False),
     ("STEP", lambda r: _num(r.step), True),
@@ -497,9 +518,9 @@ def render_frame(
     Columns a narrow terminal has no room for are left out, least useful first (LAST, the
     memory figures, ...); RUN, RANK and STATUS stay. With *height*, rows that do not fit are
     counted on the last line. Columns no row has a value for (RANK, the system figures of a
-    run without `system` records) are left out too.
+    run without `system` records) are left out too. What the logs hold is shown `printable`.
     """
-    cells = {name: [cell(r) for r in rows] for name, cell, _ in _COLUMNS}
+    cells = {name: [printable(cell(r)) for r in rows] for name, cell, _ in _COLUMNS}
     names = [
         name
         for name, _, _ in _COLUMNS
@@ -517,7 +538,8 @@ def render_frame(
             break  # LAST is cut to the width rather than dropped
         del widths[name]
     right = {name for name, _, is_right in _COLUMNS if is_right}
-    lines = [_cut(title, width), _cut(_line(widths, {n: n for n in widths}, right), width)]
+    header = _line(widths, {n: n for n in widths}, right)
+    lines = [_cut(printable(title), width), _cut(header, width)]
     shown = list(rows)
     if height is not None and len(shown) > max(0, height - 2):
         keep = max(0, height - 3)
@@ -559,6 +581,8 @@ def title_of(top: Top, rows: Sequence[TopRow], now: float) -> str:
     counts = Counter(row.status for row in rows)
     by_status = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     runs = f"{len(rows)} logs" + (f" ({by_status})" if by_status else "")
+    if top.unreadable:
+        runs += f", {len(top.unreadable)} unreadable"
     clock = time.strftime("%H:%M:%S", time.localtime(now))
     return f"runlines top  {where}  {runs}  {clock}  q: quit"
 
@@ -624,11 +648,16 @@ def _top(args: argparse.Namespace) -> int:
     except ImportError as err:  # no termios: Windows
         msg = f"the live view of `runlines top` needs a POSIX terminal ({err}); use --once"
         raise ReadError(msg) from err
-    try:
-        with Screen(sys.stdout) as screen:
-            _live(top, screen, args.interval, chars)
-    except KeyboardInterrupt:
-        pass
+    # a warning written during the view would be drawn over: each is shown once it ends
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with Screen(sys.stdout) as screen:
+                _live(top, screen, args.interval, chars)
+        except KeyboardInterrupt:
+            pass
+    for warning in caught:
+        warnings.warn(warning.message, warning.category, stacklevel=1)
     return 0
 
 

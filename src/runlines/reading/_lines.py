@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -102,18 +103,22 @@ def iter_events(
     skipped: list[int] = []
     with open_log(path) as lines:
         for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
+            ends = raw.endswith(b"\n")
+            record = None
             try:
-                record = decode_line(raw)
+                record = decode_line(raw) if raw.strip() else None
             except ValueError as err:
-                if not raw.endswith(b"\n") and is_locked(path):
+                if not ends and is_locked(path):
                     break  # the live writer's record still being written, not a torn line
                 if errors == "raise":
                     raise bad_line_error(path, number, str(err)) from err
                 skipped.append(number)
-                continue
-            yield record
+            if record is not None:
+                yield record
+            if not ends:
+                # the end of what can be read now: the rest of a record still being written
+                # may have arrived since, and would read as one more broken line
+                break
     if skipped:
         warnings.warn(skipped_lines_message(path, skipped), RunlinesWarning, stacklevel=2)
 
@@ -236,8 +241,10 @@ class LogFollower:
     """Read the records appended to a log since the last call, like ``tail -F``.
 
     Keeps a torn last line until its newline arrives; starts over from the first byte when the
-    file shrinks or is replaced by another file (rotation, a copy back from backup), and waits
-    for a file that does not exist yet.
+    file shrinks, is replaced by another file (rotation, a copy back from backup) or is
+    rewritten in place (its first bytes, or the bytes just before the offset, changed), and
+    waits for a file that does not exist yet. `restarts` counts the starts over: a consumer
+    that keeps state from the records resets it when the count changes.
     """
 
     def __init__(self, path: str | os.PathLike[str], offset: int = 0) -> None:
@@ -245,8 +252,11 @@ class LogFollower:
         self.offset = offset
         self.pending = b""
         self.skipped = 0
-        self.restarts = 0  # times the file was replaced or truncated and read from its start
+        self.restarts = 0  # times the file was replaced, truncated or rewritten and read again
         self._identity = self._file_identity()
+        # the bytes read so far, as far as a rewrite would show: the file's first ones, and
+        # those just before the offset
+        self._head, self._tail = self._fingerprint() if offset else (b"", b"")
 
     def _file_identity(self) -> tuple[int, int] | None:
         try:
@@ -254,6 +264,14 @@ class LogFollower:
         except OSError:
             return None
         return info.st_dev, info.st_ino
+
+    def _fingerprint(self) -> tuple[bytes, bytes]:
+        """Return the file's first bytes and those before the offset, as they are now."""
+        try:
+            with open_log(self.path) as stream:
+                return _bytes_around(stream, self.offset)
+        except ReadError:  # not there yet, or unreadable: nothing to compare with
+            return b"", b""
 
     def poll(self) -> list[dict[str, Any]]:
         """Return the complete records written since the last poll, oldest first."""
@@ -263,18 +281,31 @@ class LogFollower:
             return []
         identity = (info.st_dev, info.st_ino)
         if identity != self._identity or info.st_size < self.offset:
-            # replaced or truncated: read the new file from its start
-            self.offset, self.pending, self._identity = 0, b"", identity
-            self.restarts += 1
-        elif info.st_size == self.offset:
-            return []  # nothing new: not even an open
+            self._restart(identity)  # replaced or truncated: read the new file from its start
+        elif info.st_size == self.offset and stat.S_ISREG(info.st_mode):
+            return []  # nothing new: not even an open (which refuses a FIFO or such)
         with open_log(self.path) as stream:
+            if self.offset and _bytes_around(stream, self.offset) != (self._head, self._tail):
+                self._restart(identity)  # rewritten in place, longer than what was read
             stream.seek(self.offset)
-            data = self.pending + stream.read(max(0, info.st_size - self.offset))
-        self.offset += len(data) - len(self.pending)
+            new = stream.read(max(0, info.st_size - self.offset))
+        self._remember(new)
+        data = self.pending + new
         cut = data.rfind(b"\n") + 1
         self.pending = data[cut:]
         return self._decode(data[:cut].split(b"\n"))
+
+    def _restart(self, identity: tuple[int, int]) -> None:
+        self.offset, self.pending, self._identity = 0, b"", identity
+        self._head = self._tail = b""
+        self.restarts += 1
+
+    def _remember(self, new: bytes) -> None:
+        """Move the offset past *new*, the bytes just read from it, and the fingerprint along."""
+        if self.offset == len(self._head) < _FINGERPRINT_BYTES:
+            self._head = (self._head + new)[:_FINGERPRINT_BYTES]
+        self._tail = (self._tail + new)[-_FINGERPRINT_BYTES:]
+        self.offset += len(new)
 
     def _decode(self, lines: list[bytes]) -> list[dict[str, Any]]:
         records: list[dict[str, Any]] = []
@@ -286,3 +317,15 @@ class LogFollower:
             except ValueError:
                 self.skipped += 1
         return records
+
+
+_FINGERPRINT_BYTES: Final = 128  # a line or so: its ts differs in any other run
+
+
+def _bytes_around(stream: Any, offset: int) -> tuple[bytes, bytes]:
+    """Return the first bytes of *stream* and the bytes just before *offset*."""
+    stream.seek(0)
+    head = stream.read(min(offset, _FINGERPRINT_BYTES))
+    tail_start = max(0, offset - _FINGERPRINT_BYTES)
+    stream.seek(tail_start)
+    return head, stream.read(offset - tail_start)
