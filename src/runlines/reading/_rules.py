@@ -152,3 +152,13 @@ def import_pandas(caller: str) -> Any:
         msg = f"{caller} needs pandas and pyarrow: pip install 'runlines[pandas]'"
         raise ImportError(msg) from err
     return pd
+
+
+def import_arrow(caller: str) -> None:
+    """Raise ImportError with the install line when numpy or pyarrow lack (a copy's writer)."""
+    try:
+        import numpy  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as err:
+        msg = f"{caller} needs numpy and pyarrow: pip install 'runlines[pandas]'"
+        raise ImportError(msg) from err
