@@ -4,7 +4,8 @@ Attempts: each `run_start` begins an attempt, numbered by its `attempt` field (e
 than the one before). Superseded records: within one log, a record of an earlier attempt is
 superseded when a later attempt rewrote its (event, step): by default every reader keeps the
 later attempt's record only. A later attempt's `resume_step` also supersedes every earlier
-record past that step. `superseded=True` keeps them all.
+record past that step. A record without a numeric step is never superseded. `superseded=True`
+keeps them all; runs()' bests (`_summary`) count exactly the records kept.
 """
 
 from __future__ import annotations

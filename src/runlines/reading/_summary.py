@@ -1,7 +1,8 @@
 """A run's table row (`runs()`, `ls`, the dashboard), built incrementally from its records.
 
 A metric is a field of one event: a row holds `<event>.<field>` (its last value) and, where
-the field's name says which way is better, `<event>.<field>.best`. Bookkeeping fields (step,
+the field's name says which way is better, `<event>.<field>.best`: the best of the records
+load() keeps (`_rules`' superseded records left out). Bookkeeping fields (step,
 the sampler's `n`, `_nonfinite`) are not metrics, nor are the numbers of runlines' own records
 (`_rules.NOT_METRIC_EVENTS`: lifecycle, `warning`, `log`, `nonfinite`, `stall`, `stall_end`).
 `system` fields are columns without a best.
@@ -30,6 +31,7 @@ from runlines.reading._rules import (
     direction,
     is_metric_event,
     is_number,
+    step_cutoffs,
     to_float,
 )
 
@@ -74,37 +76,121 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 class _Best:
-    """The best value of one metric so far, by step, undone past a rewinding attempt's step.
+    """The best value of one metric over the records load() keeps (`_rules`' superseded rule).
 
-    Holds the steps where a new best was reached and those bests: a later attempt that starts
-    writing the metric at step s drops the entries from s on (its records replace them).
+    Holds every value of the metric with its step (inf: none) and segment (the run_starts
+    before it): a later attempt may rewrite any step, and the best is then the best of the
+    others. The best is kept up to date as values come, and counted again from the values
+    once its event or a resume_step may have superseded some (`dirty`).
     """
 
-    __slots__ = ("bests", "lower", "steps")
+    __slots__ = ("_value", "bounds", "dirty", "event", "lower", "steps", "values")
 
-    def __init__(self, lower: bool) -> None:
+    def __init__(self, event: _Event, lower: bool) -> None:
+        self.event = event
         self.lower = lower
         self.steps = array("d")
-        self.bests = array("d")
+        self.values = array("d")
+        self.bounds: list[list[int]] = []  # [segment, first index] where a segment starts
+        self.dirty = False
+        self._value: float | None = None
 
-    def add(self, step: float, value: float) -> None:
+    def add(self, step: float, value: float, segment: int) -> None:
         if math.isnan(value):
             return
-        if self.bests:
-            best = self.bests[-1]
-            if (value >= best) if self.lower else (value <= best):
-                return
+        if not self.bounds or self.bounds[-1][0] != segment:
+            self.bounds.append([segment, len(self.values)])
         self.steps.append(step)
-        self.bests.append(value)
+        self.values.append(value)
+        best = self._value
+        if best is None or ((value < best) if self.lower else (value > best)):
+            self._value = value
 
-    def rewind(self, step: float) -> None:
-        while self.steps and self.steps[-1] >= step:
-            self.steps.pop()
-            self.bests.pop()
+    def state(self, event: str) -> list[Any]:
+        """Return ``[event, lower, steps, values, bounds]`` as JSON values."""
+        return [event, self.lower, list(self.steps), list(self.values), self.bounds]
 
-    @property
-    def value(self) -> float | None:
-        return self.bests[-1] if self.bests else None
+    def value(self, cutoffs: list[float]) -> float | None:
+        """Return the best of the values no later attempt superseded (*cutoffs*: per segment,
+        the step past which a later resume_step supersedes its records).
+        """
+        if self.dirty:
+            self._value = self._counted(cutoffs)
+            self.dirty = False
+        return self._value
+
+    def _counted(self, cutoffs: list[float]) -> float | None:
+        owners = self.event.owners()
+        best: float | None = None
+        for segment, steps, values in _segments(self.bounds, self.steps, self.values):
+            limit = cutoffs[segment]
+            for step, value in zip(steps, values, strict=True):
+                if step != math.inf and (step > limit or owners[step] != segment):
+                    continue  # a later attempt rewrote this (event, step), or resumed before it
+                if best is None or ((value < best) if self.lower else (value > best)):
+                    best = value
+        return best
+
+
+class _Event:
+    """The steps one event wrote, by segment, from its first record that holds a best on:
+    which segment wrote an (event, step) last is what supersedes the others' records.
+    """
+
+    __slots__ = ("_owners", "bests", "bounds", "earlier", "latest", "steps")
+
+    def __init__(self) -> None:
+        self.steps = array("d")
+        self.bounds: list[list[int]] = []
+        self.bests: list[_Best] = []
+        self.earlier = [math.inf, -math.inf]  # the steps of the segments before the last
+        self.latest = [math.inf, -math.inf]  # the steps of the last segment
+        self._owners: dict[float, int] | None = None
+
+    def add(self, step: float, segment: int) -> None:
+        if not self.bounds or self.bounds[-1][0] != segment:
+            self.bounds.append([segment, len(self.steps)])
+            self.earlier = [
+                min(self.earlier[0], self.latest[0]),
+                max(self.earlier[1], self.latest[1]),
+            ]
+            self.latest = [math.inf, -math.inf]
+        if step != math.inf:
+            if self.earlier[0] <= step <= self.earlier[1]:  # an earlier attempt may have it
+                for best in self.bests:
+                    best.dirty = True
+            self.latest = [min(self.latest[0], step), max(self.latest[1], step)]
+        self.steps.append(step)
+        self._owners = None
+
+    @classmethod
+    def restored(cls, steps: list[float], bounds: list[list[int]]) -> _Event:
+        """Return the event whose `steps` and `bounds` were these."""
+        written = cls()
+        floats = array("d", steps)
+        for segment, part, _ in _segments(bounds, floats, floats):
+            for step in part:
+                written.add(step, segment)
+        return written
+
+    def owners(self) -> dict[float, int]:
+        """Return, per step, the last segment that wrote it."""
+        if self._owners is None:
+            self._owners = {}
+            for segment, steps, _ in _segments(self.bounds, self.steps, self.steps):
+                self._owners.update(dict.fromkeys(steps, segment))
+        return self._owners
+
+
+def _segments(
+    bounds: list[list[int]], steps: array[float], values: array[float]
+) -> list[tuple[int, array[float], array[float]]]:
+    """Return ``(segment, steps, values)`` for each segment that *bounds* cut."""
+    ends = [start for _, start in bounds[1:]] + [len(steps)] if bounds else []
+    return [
+        (segment, steps[start:end], values[start:end])
+        for (segment, start), end in zip(bounds, ends, strict=True)
+    ]
 
 
 class RunSummary:
@@ -125,8 +211,10 @@ class RunSummary:
         self._active_s = 0.0  # the durations of the attempts before the current one
         self._attempt_ts: float | None = None  # the first ts of the current attempt
         self._best: dict[str, _Best] = {}
+        self._events: dict[str, _Event] = {}  # the events that hold a best
         self._metrics: dict[tuple[str, str], tuple[str, _Best | None]] = {}
-        self._fresh: set[str] = set()  # metrics the current attempt has written
+        self._segment = 0  # the run_starts so far: the segment of the records that come
+        self._resumes: list[Any] = []  # each run_start's resume_step
         self._gaps: deque[float] = deque(maxlen=RECENT_GAPS)
         self._active_ts: float | None = None  # the last record that was no background record
         self._stall_seen = False  # a `stall` record, and no record of the run's since
@@ -176,23 +264,26 @@ class RunSummary:
         own = as_attempt(record.get("attempt"))
         self.attempts = max(self.attempts + 1, own or 0)
         self.ended = None
-        self._fresh = set()
         self._gaps.clear()
         config = record.get("config")
         if isinstance(config, Mapping):  # an attempt without a config keeps the one before
             self.config = flatten(config)
+        self._segment += 1
         resume = record.get("resume_step")
-        if is_number(resume):
+        self._resumes.append(resume)
+        if is_number(resume):  # the records of earlier attempts past it are superseded
             for best in self._best.values():
-                best.rewind(to_float(resume) + 0.5)
+                best.dirty = True
 
     def _values(self, event: str, record: Mapping[str, Any]) -> None:
         step = record.get("step")
-        at = math.inf
+        at = math.inf  # no step: never superseded
         if type(step) in _NUMBER_TYPES:
             self.step = step
             at = to_float(step)
-        metrics, last, fresh = self._metrics, self.last, self._fresh
+            if math.isnan(at):
+                at = math.inf
+        metrics, last, segment = self._metrics, self.last, self._segment
         for field, value in record.items():
             if type(value) not in _NUMBER_TYPES:
                 continue
@@ -203,13 +294,11 @@ class RunSummary:
             if not key:
                 continue
             last[key] = value
-            if best is None:
-                continue
-            if key not in fresh:
-                fresh.add(key)
-                if self.attempts > 1 and math.isfinite(at):
-                    best.rewind(at)  # this attempt's records replace the earlier ones from here
-            best.add(at, to_float(value))
+            if best is not None:
+                best.add(at, to_float(value), segment)
+        written = self._events.get(event)
+        if written is not None:
+            written.add(at, segment)
 
     def _metric(self, event: str, field: str) -> tuple[str, _Best | None]:
         """Return the column of (event, field) and its best tracker; '' for no metric."""
@@ -217,7 +306,13 @@ class RunSummary:
             return "", None
         key = f"{event}.{field}"
         way = None if event == _layout.SYSTEM else direction(field)  # a measurement, no score
-        best = None if way is None else self._best.setdefault(key, _Best(lower=way == "min"))
+        if way is None:
+            return key, None
+        best = self._best.get(key)
+        if best is None:
+            written = self._events.setdefault(event, _Event())
+            best = self._best[key] = _Best(written, lower=way == "min")
+            written.bests.append(best)
         return key, best
 
     def status(self, *, alive: bool | None = None, now: float | None = None) -> str:
@@ -263,14 +358,16 @@ class RunSummary:
             "step": self.step,
         }
         row.update((f"config.{key}", value) for key, value in self.config.items())
+        cutoffs = step_cutoffs(self._resumes)
         for key, value in self.last.items():
             row[key] = value
             if key in self._best:
-                row[f"{key}.best"] = self._best[key].value
+                row[f"{key}.best"] = self._best[key].value(cutoffs)
         return row
 
     def state(self) -> dict[str, Any]:
         """Return this summary's state as JSON values: `restored` goes on from it."""
+        names = {id(written): event for event, written in self._events.items()}
         return {
             "run": self.run,
             "attempts": self.attempts,
@@ -283,8 +380,10 @@ class RunSummary:
             "records": self.records,
             "active_s": self._active_s,
             "attempt_ts": self._attempt_ts,
-            "best": {k: [b.lower, list(b.steps), list(b.bests)] for k, b in self._best.items()},
-            "fresh": sorted(self._fresh),
+            "events": {e: [list(w.steps), w.bounds] for e, w in self._events.items()},
+            "best": {key: best.state(names[id(best.event)]) for key, best in self._best.items()},
+            "segments": self._segment,
+            "resumes": self._resumes,
             "gaps": list(self._gaps),
             "active_ts": self._active_ts,
             "stall_seen": self._stall_seen,
@@ -302,11 +401,18 @@ class RunSummary:
         summary.last = dict(state["last"])
         summary._active_s = state["active_s"]
         summary._attempt_ts = state["attempt_ts"]
-        for key, (lower, steps, bests) in state["best"].items():
-            best = summary._best[key] = _Best(lower=lower)
+        for event, (steps, bounds) in state["events"].items():
+            summary._events[event] = _Event.restored(steps, bounds)
+        for key, (event, lower, steps, values, bounds) in state["best"].items():
+            written = summary._events[event]
+            best = summary._best[key] = _Best(written, lower=lower)
             best.steps.extend(steps)
-            best.bests.extend(bests)
-        summary._fresh = set(state["fresh"])
+            best.values.extend(values)
+            best.bounds = [list(bound) for bound in bounds]
+            best.dirty = True  # counted from its values when first asked for
+            written.bests.append(best)
+        summary._segment = state["segments"]
+        summary._resumes = list(state["resumes"])
         summary._gaps.extend(state["gaps"])
         summary._active_ts = state["active_ts"]
         summary._stall_seen = state["stall_seen"]

@@ -10,7 +10,6 @@ Python pass) where the engine and `iter_events` may read a line differently.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -297,14 +296,15 @@ def _metrics(
     resumes: list[Any],
     state: dict[str, Any],
 ) -> bool | None:
-    """Fill last, best and fresh; return None where two metrics share a column name."""
+    """Fill last, best and events; return None where two metrics share a column name."""
     import numpy as np
 
     metric = _metric_rows(rows)
     steps = np.full(len(rows.lines), np.inf)
     if "step" in rows.table.names:
         held, values = rows.numbers("step")
-        steps = np.where(held, values, np.inf)  # a record without a numeric step: at infinity
+        # a record without a numeric step (or with a NaN one): at infinity, never superseded
+        steps = np.where(held & ~np.isnan(values), values, np.inf)
     found: dict[str, tuple[tuple[int, int], str, _Ints, _Floats]] = {}
     for name in _field_names(rows.table):
         held, values = rows.numbers(name)
@@ -322,74 +322,36 @@ def _metrics(
             found[key] = (first, name, at, values[at])
     last: dict[str, Any] = {}
     best: dict[str, list[Any]] = {}
-    fresh: list[str] = []
-    starts = len(attempts) - 1
+    firsts: dict[str, int] = {}  # per event, its first row that holds a number with a best
     for key, (_, name, at, values) in sorted(found.items(), key=lambda item: item[1][0]):
         last[key] = rows.record(int(at[-1]))[name]
         event = key[: -len(name) - 1]
         way = None if event == _layout.SYSTEM else direction(name)
         if way is None:
             continue
-        stack = _Stack(way == "min")
-        where = segment[at]
-        for k in range(starts + 1):
-            if k:
-                resume = resumes[k - 1]
-                if is_number(resume):
-                    stack.rewind(to_float(resume) + 0.5)
-            mine = np.flatnonzero(where == k)
-            if not len(mine):
-                continue
-            first_step = float(steps[at[mine[0]]])
-            if attempts[k] > 1 and math.isfinite(first_step):
-                stack.rewind(first_step)
-            stack.add(steps[at[mine]], values[mine])
-            if k == starts:
-                fresh.append(key)
-        best[key] = [stack.lower, stack.steps.tolist(), stack.bests.tolist()]
-    state["last"], state["best"], state["fresh"] = last, best, sorted(fresh)
+        firsts[event] = min(firsts.get(event, int(at[0])), int(at[0]))
+        numbers = ~np.isnan(values)  # a NaN is never a best
+        kept = at[numbers]
+        best[key] = [event, way == "min", steps[kept].tolist(), values[numbers].tolist()]
+        best[key].append(_bounds(segment[kept]))
+    events = {}
+    for event, start in firsts.items():
+        mine = rows.rows_of(event)
+        mine = mine[mine >= start]
+        events[event] = [steps[mine].tolist(), _bounds(segment[mine])]
+    state["last"], state["best"], state["events"] = last, best, events
+    state["segments"], state["resumes"] = len(attempts) - 1, resumes
     return True
 
 
-class _Stack:
-    """`_Best` over arrays: the steps where a new best was reached, and those bests."""
+def _bounds(segments: _Ints) -> list[list[int]]:
+    """Return ``[segment, first index]`` where each run of equal *segments* starts."""
+    import numpy as np
 
-    __slots__ = ("bests", "lower", "steps")
-
-    def __init__(self, lower: bool) -> None:
-        import numpy as np
-
-        self.lower = lower
-        self.steps = np.zeros(0)
-        self.bests = np.zeros(0)
-
-    def add(self, steps: _Floats, values: _Floats) -> None:
-        """Add values in order: each one better than every one before is a new best."""
-        import numpy as np
-
-        kept = ~np.isnan(values)
-        steps, values = steps[kept], values[kept]
-        if not len(values):
-            return
-        better = np.less if self.lower else np.greater
-        running = (np.minimum if self.lower else np.maximum).accumulate(values)
-        if len(self.bests):
-            before = np.concatenate(([self.bests[-1]], running[:-1]))
-            before = (np.minimum if self.lower else np.maximum)(before, self.bests[-1])
-            new = better(values, before)
-        else:  # the first value is the first best, whatever it is
-            new = np.concatenate(([True], better(values[1:], running[:-1])))
-        self.steps = np.concatenate((self.steps, steps[new]))
-        self.bests = np.concatenate((self.bests, values[new]))
-
-    def rewind(self, step: float) -> None:
-        """Drop the bests from the top down while their step is at or past *step*."""
-        import numpy as np
-
-        with np.errstate(invalid="ignore"):
-            below = np.flatnonzero(~(self.steps >= step))
-        keep = int(below[-1]) + 1 if len(below) else 0
-        self.steps, self.bests = self.steps[:keep], self.bests[:keep]
+    if not len(segments):
+        return []
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(segments)) + 1))
+    return [[int(segments[i]), int(i)] for i in starts.tolist()]
 
 
 def line_reader(path: os.PathLike[str] | str, starts: _Ints, ends: _Ints) -> Any:
