@@ -287,6 +287,10 @@ def test_each_best_is_the_best_of_the_records_load_keeps(
 
     row = runlines.runs(path).iloc[0]
     frame = runlines.load(path)
+    live = RunSummary(path)  # as the dashboard: a row asked for after every record
+    for record in runlines.iter_events(path):
+        live.add(record)
+        live.row(alive=False)
 
     for event in ("eval", "train"):
         for field, best in (("loss", min), ("accuracy", max)):
@@ -295,3 +299,4 @@ def test_each_best_is_the_best_of_the_records_load_keeps(
             expected = best(values) if values else None
             got = row.get(f"{event}.{field}.best")
             assert (None if got is None or pd.isna(got) else got) == expected, (event, field)
+            assert live.row(alive=False).get(f"{event}.{field}.best") == expected

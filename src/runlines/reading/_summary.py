@@ -81,10 +81,10 @@ class _Best:
     Holds every value of the metric with its step (inf: none) and segment (the run_starts
     before it): a later attempt may rewrite any step, and the best is then the best of the
     others. The best is kept up to date as values come, and counted again from the values
-    once its event or a resume_step may have superseded some (`dirty`).
+    only when a later attempt supersedes the record that holds it (`dirty`).
     """
 
-    __slots__ = ("_value", "bounds", "dirty", "event", "lower", "steps", "values")
+    __slots__ = ("_at", "_value", "bounds", "dirty", "event", "lower", "steps", "values")
 
     def __init__(self, event: _Event, lower: bool) -> None:
         self.event = event
@@ -94,6 +94,7 @@ class _Best:
         self.bounds: list[list[int]] = []  # [segment, first index] where a segment starts
         self.dirty = False
         self._value: float | None = None
+        self._at = (math.inf, 0)  # the step and segment of the record that holds the best
 
     def add(self, step: float, value: float, segment: int) -> None:
         if math.isnan(value):
@@ -104,7 +105,19 @@ class _Best:
         self.values.append(value)
         best = self._value
         if best is None or ((value < best) if self.lower else (value > best)):
-            self._value = value
+            self._value, self._at = value, (step, segment)
+
+    def rewritten(self, step: float, segment: int) -> None:
+        """Note that *segment* wrote the metric's event at *step*."""
+        at, written = self._at
+        if at == step and written < segment:  # the best's own record is superseded
+            self.dirty = True
+
+    def resumed(self, step: float) -> None:
+        """Note that a later attempt resumed at *step*: earlier records past it are superseded."""
+        at = self._at[0]
+        if at != math.inf and at > step:
+            self.dirty = True
 
     def state(self, event: str) -> list[Any]:
         """Return ``[event, lower, steps, values, bounds]`` as JSON values."""
@@ -115,21 +128,22 @@ class _Best:
         the step past which a later resume_step supersedes its records).
         """
         if self.dirty:
-            self._value = self._counted(cutoffs)
+            self._count(cutoffs)
             self.dirty = False
         return self._value
 
-    def _counted(self, cutoffs: list[float]) -> float | None:
+    def _count(self, cutoffs: list[float]) -> None:
         owners = self.event.owners()
         best: float | None = None
+        at = (math.inf, 0)
         for segment, steps, values in _segments(self.bounds, self.steps, self.values):
             limit = cutoffs[segment]
             for step, value in zip(steps, values, strict=True):
                 if step != math.inf and (step > limit or owners[step] != segment):
                     continue  # a later attempt rewrote this (event, step), or resumed before it
                 if best is None or ((value < best) if self.lower else (value > best)):
-                    best = value
-        return best
+                    best, at = value, (step, segment)
+        self._value, self._at = best, at
 
 
 class _Event:
@@ -137,49 +151,35 @@ class _Event:
     which segment wrote an (event, step) last is what supersedes the others' records.
     """
 
-    __slots__ = ("_owners", "bests", "bounds", "earlier", "latest", "steps")
+    __slots__ = ("bests", "bounds", "steps")
 
     def __init__(self) -> None:
         self.steps = array("d")
         self.bounds: list[list[int]] = []
         self.bests: list[_Best] = []
-        self.earlier = [math.inf, -math.inf]  # the steps of the segments before the last
-        self.latest = [math.inf, -math.inf]  # the steps of the last segment
-        self._owners: dict[float, int] | None = None
-
-    def add(self, step: float, segment: int) -> None:
-        if not self.bounds or self.bounds[-1][0] != segment:
-            self.bounds.append([segment, len(self.steps)])
-            self.earlier = [
-                min(self.earlier[0], self.latest[0]),
-                max(self.earlier[1], self.latest[1]),
-            ]
-            self.latest = [math.inf, -math.inf]
-        if step != math.inf:
-            if self.earlier[0] <= step <= self.earlier[1]:  # an earlier attempt may have it
-                for best in self.bests:
-                    best.dirty = True
-            self.latest = [min(self.latest[0], step), max(self.latest[1], step)]
-        self.steps.append(step)
-        self._owners = None
 
     @classmethod
     def restored(cls, steps: list[float], bounds: list[list[int]]) -> _Event:
         """Return the event whose `steps` and `bounds` were these."""
         written = cls()
-        floats = array("d", steps)
-        for segment, part, _ in _segments(bounds, floats, floats):
-            for step in part:
-                written.add(step, segment)
+        written.steps.extend(steps)
+        written.bounds = [list(bound) for bound in bounds]
         return written
+
+    def add(self, step: float, segment: int) -> None:
+        if not self.bounds or self.bounds[-1][0] != segment:
+            self.bounds.append([segment, len(self.steps)])
+        if step != math.inf and segment:
+            for best in self.bests:
+                best.rewritten(step, segment)
+        self.steps.append(step)
 
     def owners(self) -> dict[float, int]:
         """Return, per step, the last segment that wrote it."""
-        if self._owners is None:
-            self._owners = {}
-            for segment, steps, _ in _segments(self.bounds, self.steps, self.steps):
-                self._owners.update(dict.fromkeys(steps, segment))
-        return self._owners
+        owners: dict[float, int] = {}
+        for segment, steps, _ in _segments(self.bounds, self.steps, self.steps):
+            owners.update(dict.fromkeys(steps, segment))
+        return owners
 
 
 def _segments(
@@ -273,7 +273,7 @@ class RunSummary:
         self._resumes.append(resume)
         if is_number(resume):  # the records of earlier attempts past it are superseded
             for best in self._best.values():
-                best.dirty = True
+                best.resumed(to_float(resume))
 
     def _values(self, event: str, record: Mapping[str, Any]) -> None:
         step = record.get("step")
