@@ -11,6 +11,7 @@ the sampler's `n`, `_nonfinite`) are not metrics, nor are the numbers of runline
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import math
 import os
 import statistics
@@ -24,7 +25,7 @@ from typing import Any, Final
 from runlines import _layout
 from runlines._layout import RUN_END, RUN_START
 from runlines.reading._files import is_locked
-from runlines.reading._lines import lines_containing, records_of
+from runlines.reading._lines import iter_events, lines_containing, records_of
 from runlines.reading._rules import (
     BOOKKEEPING,
     as_attempt,
@@ -119,9 +120,20 @@ class _Best:
         if at != math.inf and at > step:
             self.dirty = True
 
-    def state(self, event: str) -> list[Any]:
-        """Return ``[event, lower, steps, values, bounds]`` as JSON values."""
-        return [event, self.lower, list(self.steps), list(self.values), self.bounds]
+    def state(self, event: str, cutoffs: list[float]) -> list[Any]:
+        """Return ``[event, lower, best, its step, its segment]`` as JSON values."""
+        value = self.value(cutoffs)
+        return [event, self.lower, value, *self._at]
+
+    def restore(self, value: float | None, step: float, segment: int) -> None:
+        """Start from the best *value* of earlier records, held by (*step*, *segment*)."""
+        self._value, self._at = value, (step, segment)
+
+    def prepend(self, steps: array[float], values: array[float], bounds: list[list[int]]) -> None:
+        """Put the values of the records before these (a restored summary's) first."""
+        self.bounds = _joined(bounds, len(steps), self.bounds)
+        self.steps = steps + self.steps
+        self.values = values + self.values
 
     def value(self, cutoffs: list[float]) -> float | None:
         """Return the best of the values no later attempt superseded (*cutoffs*: per segment,
@@ -158,13 +170,10 @@ class _Event:
         self.bounds: list[list[int]] = []
         self.bests: list[_Best] = []
 
-    @classmethod
-    def restored(cls, steps: list[float], bounds: list[list[int]]) -> _Event:
-        """Return the event whose `steps` and `bounds` were these."""
-        written = cls()
-        written.steps.extend(steps)
-        written.bounds = [list(bound) for bound in bounds]
-        return written
+    def prepend(self, steps: array[float], bounds: list[list[int]]) -> None:
+        """Put the steps of the records before these (a restored summary's) first."""
+        self.bounds = _joined(bounds, len(steps), self.bounds)
+        self.steps = steps + self.steps
 
     def add(self, step: float, segment: int) -> None:
         if not self.bounds or self.bounds[-1][0] != segment:
@@ -180,6 +189,14 @@ class _Event:
         for segment, steps, _ in _segments(self.bounds, self.steps, self.steps):
             owners.update(dict.fromkeys(steps, segment))
         return owners
+
+
+def _joined(first: list[list[int]], size: int, then: list[list[int]]) -> list[list[int]]:
+    """Return the bounds of *size* entries cut by *first*, followed by those *then* cuts."""
+    later = [[segment, start + size] for segment, start in then]
+    if first and later and later[0][0] == first[-1][0]:
+        later = later[1:]  # one segment across the two
+    return [*first, *later]
 
 
 def _segments(
@@ -215,6 +232,7 @@ class RunSummary:
         self._metrics: dict[tuple[str, str], tuple[str, _Best | None]] = {}
         self._segment = 0  # the run_starts so far: the segment of the records that come
         self._resumes: list[Any] = []  # each run_start's resume_step
+        self._history = 0  # the first records whose values the bests do not hold (restored)
         self._gaps: deque[float] = deque(maxlen=RECENT_GAPS)
         self._active_ts: float | None = None  # the last record that was no background record
         self._stall_seen = False  # a `stall` record, and no record of the run's since
@@ -358,16 +376,42 @@ class RunSummary:
             "step": self.step,
         }
         row.update((f"config.{key}", value) for key, value in self.config.items())
-        cutoffs = step_cutoffs(self._resumes)
+        cutoffs = self._cutoffs()
         for key, value in self.last.items():
             row[key] = value
             if key in self._best:
                 row[f"{key}.best"] = self._best[key].value(cutoffs)
         return row
 
+    def _cutoffs(self) -> list[float]:
+        """Return each segment's resume cutoff, the values of restored records read first
+        when a best must be counted again from them.
+        """
+        if self._history and any(best.dirty for best in self._best.values()):
+            self._read_history()
+        return step_cutoffs(self._resumes)
+
+    def _read_history(self) -> None:
+        """Read the values of the first records again from the log (a restored summary holds
+        only their bests): a later attempt superseded the record that holds a best.
+        """
+        past = RunSummary(self.path)
+        for record in itertools.islice(iter_events(self.path), self._history):
+            past.add(record)
+        for event, written in self._events.items():
+            if event in past._events:
+                old = past._events[event]
+                written.prepend(old.steps, old.bounds)
+        for key, best in self._best.items():
+            if key in past._best:
+                old_best = past._best[key]
+                best.prepend(old_best.steps, old_best.values, old_best.bounds)
+        self._history = 0
+
     def state(self) -> dict[str, Any]:
         """Return this summary's state as JSON values: `restored` goes on from it."""
         names = {id(written): event for event, written in self._events.items()}
+        cutoffs = self._cutoffs()
         return {
             "run": self.run,
             "attempts": self.attempts,
@@ -380,8 +424,8 @@ class RunSummary:
             "records": self.records,
             "active_s": self._active_s,
             "attempt_ts": self._attempt_ts,
-            "events": {e: [list(w.steps), w.bounds] for e, w in self._events.items()},
-            "best": {key: best.state(names[id(best.event)]) for key, best in self._best.items()},
+            "events": list(self._events),
+            "best": {k: b.state(names[id(b.event)], cutoffs) for k, b in self._best.items()},
             "segments": self._segment,
             "resumes": self._resumes,
             "gaps": list(self._gaps),
@@ -401,16 +445,14 @@ class RunSummary:
         summary.last = dict(state["last"])
         summary._active_s = state["active_s"]
         summary._attempt_ts = state["attempt_ts"]
-        for event, (steps, bounds) in state["events"].items():
-            summary._events[event] = _Event.restored(steps, bounds)
-        for key, (event, lower, steps, values, bounds) in state["best"].items():
+        for event in state["events"]:
+            summary._events[event] = _Event()
+        for key, (event, lower, value, step, segment) in state["best"].items():
             written = summary._events[event]
             best = summary._best[key] = _Best(written, lower=lower)
-            best.steps.extend(steps)
-            best.values.extend(values)
-            best.bounds = [list(bound) for bound in bounds]
-            best.dirty = True  # counted from its values when first asked for
+            best.restore(value, step, segment)
             written.bests.append(best)
+        summary._history = state["records"]
         summary._segment = state["segments"]
         summary._resumes = list(state["resumes"])
         summary._gaps.extend(state["gaps"])

@@ -10,6 +10,7 @@ Python pass) where the engine and `iter_events` may read a line differently.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from runlines.reading._rules import (
     direction,
     is_metric_event,
     is_number,
+    step_cutoffs,
     to_float,
 )
 from runlines.reading._summary import RECENT_GAPS, flatten
@@ -322,36 +324,62 @@ def _metrics(
             found[key] = (first, name, at, values[at])
     last: dict[str, Any] = {}
     best: dict[str, list[Any]] = {}
-    firsts: dict[str, int] = {}  # per event, its first row that holds a number with a best
+    owners: dict[str, tuple[_Floats, _Ints]] = {}  # per event with a best, in first-seen order
+    cutoffs = np.array(step_cutoffs(resumes))
     for key, (_, name, at, values) in sorted(found.items(), key=lambda item: item[1][0]):
         last[key] = rows.record(int(at[-1]))[name]
         event = key[: -len(name) - 1]
         way = None if event == _layout.SYSTEM else direction(name)
         if way is None:
             continue
-        firsts[event] = min(firsts.get(event, int(at[0])), int(at[0]))
-        numbers = ~np.isnan(values)  # a NaN is never a best
-        kept = at[numbers]
-        best[key] = [event, way == "min", steps[kept].tolist(), values[numbers].tolist()]
-        best[key].append(_bounds(segment[kept]))
-    events = {}
-    for event, start in firsts.items():
-        mine = rows.rows_of(event)
-        mine = mine[mine >= start]
-        events[event] = [steps[mine].tolist(), _bounds(segment[mine])]
-    state["last"], state["best"], state["events"] = last, best, events
+        if event not in owners:
+            owners[event] = _owners(rows.rows_of(event), steps, segment)
+        best[key] = _best(event, way == "min", owners[event], cutoffs, steps, segment, at, values)
+    state["last"], state["best"], state["events"] = last, best, list(owners)
     state["segments"], state["resumes"] = len(attempts) - 1, resumes
     return True
 
 
-def _bounds(segments: _Ints) -> list[list[int]]:
-    """Return ``[segment, first index]`` where each run of equal *segments* starts."""
+def _owners(mine: _Ints, steps: _Floats, segment: _Ints) -> tuple[_Floats, _Ints]:
+    """Return the distinct steps of an event's rows *mine*, and the last segment of each."""
     import numpy as np
 
-    if not len(segments):
-        return []
-    starts = np.concatenate(([0], np.flatnonzero(np.diff(segments)) + 1))
-    return [[int(segments[i]), int(i)] for i in starts.tolist()]
+    mine = mine[steps[mine] != np.inf]
+    order = mine[np.lexsort((segment[mine], steps[mine]))]
+    distinct, starts = np.unique(steps[order], return_index=True)
+    if not len(distinct):
+        return distinct, np.zeros(0, dtype=np.int64)
+    return distinct, np.maximum.reduceat(segment[order], starts)
+
+
+def _best(
+    event: str,
+    lower: bool,
+    owners: tuple[_Floats, _Ints],
+    cutoffs: _Floats,
+    steps: _Floats,
+    segment: _Ints,
+    at: _Ints,
+    values: _Floats,
+) -> list[Any]:
+    """Return `_Best.state()` of one metric: its best over the records no later attempt
+    superseded, and the step and segment of the first record that holds it.
+    """
+    import numpy as np
+
+    numbers = ~np.isnan(values)  # a NaN is never a best
+    rows, values = at[numbers], values[numbers]
+    mine, where = steps[rows], segment[rows]
+    distinct, last = owners
+    stepped = mine != np.inf
+    owner = where.copy()
+    if len(distinct):
+        owner[stepped] = last[np.searchsorted(distinct, mine[stepped])]
+    kept = np.flatnonzero(~stepped | ((mine <= cutoffs[where]) & (owner == where)))
+    if not len(kept):
+        return [event, lower, None, math.inf, 0]
+    pick = kept[(np.argmin if lower else np.argmax)(values[kept])]
+    return [event, lower, float(values[pick]), float(mine[pick]), int(where[pick])]
 
 
 def line_reader(path: os.PathLike[str] | str, starts: _Ints, ends: _Ints) -> Any:
