@@ -217,6 +217,23 @@ class TestRunSummary:
         assert restored.row(alive=False) == whole.row(alive=False)
         assert len(json.dumps(half.state()["best"])) < 100  # its size is no record count's
 
+    def test_a_restored_best_whose_log_went_away_is_no_best_rather_than_a_wrong_one(
+        self, tmp_path: Path
+    ) -> None:
+        records: list[dict[str, Any]] = [{"ts": T0, "event": "run_start", "attempt": 1}]
+        records += [{"ts": T0, "event": "eval", "step": s, "loss": 1.0 / s} for s in (1, 2)]
+        path = write(tmp_path / "r.jsonl", *(line(**r) for r in records))
+        half = RunSummary(path)
+        for record in records:
+            half.add(record)
+        restored = RunSummary.restored(path, half.state())
+        path.unlink()
+
+        restored.add({"ts": T0 + 9, "event": "run_start", "attempt": 2})
+        restored.add({"ts": T0 + 10, "event": "eval", "step": 2, "loss": 0.9})
+
+        assert restored.row(alive=False)["eval.loss.best"] is None
+
     @pytest.mark.parametrize(
         ("now", "status"), [(T0 + 30 + 59, "running"), (T0 + 30 + 61, "stalled")]
     )

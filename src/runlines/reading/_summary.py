@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from runlines import _layout
 from runlines._layout import RUN_END, RUN_START
+from runlines.errors import ReadError
 from runlines.reading._files import is_locked
 from runlines.reading._lines import iter_events, lines_containing, records_of
 from runlines.reading._rules import (
@@ -85,7 +86,7 @@ class _Best:
     only when a later attempt supersedes the record that holds it (`dirty`).
     """
 
-    __slots__ = ("_at", "_value", "bounds", "dirty", "event", "lower", "steps", "values")
+    __slots__ = ("_at", "_value", "bounds", "dirty", "event", "lost", "lower", "steps", "values")
 
     def __init__(self, event: _Event, lower: bool) -> None:
         self.event = event
@@ -94,6 +95,7 @@ class _Best:
         self.values = array("d")
         self.bounds: list[list[int]] = []  # [segment, first index] where a segment starts
         self.dirty = False
+        self.lost = False  # superseded, and the records to count it again from are gone
         self._value: float | None = None
         self._at = (math.inf, 0)  # the step and segment of the record that holds the best
 
@@ -142,7 +144,7 @@ class _Best:
         if self.dirty:
             self._count(cutoffs)
             self.dirty = False
-        return self._value
+        return None if self.lost else self._value
 
     def _count(self, cutoffs: list[float]) -> None:
         owners = self.event.owners()
@@ -396,8 +398,14 @@ class RunSummary:
         only their bests): a later attempt superseded the record that holds a best.
         """
         past = RunSummary(self.path)
-        for record in itertools.islice(iter_events(self.path), self._history):
-            past.add(record)
+        try:
+            for record in itertools.islice(iter_events(self.path), self._history):
+                past.add(record)
+        except (OSError, ReadError):  # the log went away: no best rather than a wrong one
+            for best in self._best.values():
+                best.lost = best.lost or best.dirty
+            self._history = 0
+            return
         for event, written in self._events.items():
             if event in past._events:
                 old = past._events[event]
