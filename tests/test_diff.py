@@ -149,7 +149,7 @@ class TestNonfinite:
         assert "train_step.loss  first differ at step 2: 0.5 vs nan" in text
         assert data["metrics"][0] | {"agrees": False} == {
             "event": "train_step", "field": "loss", "step": 2, "a": 0.5, "b": "NaN",
-            "last_shared_step": 2, "agrees": False,
+            "last_shared_step": 2, "where": {}, "agrees": False,
         }  # fmt: skip
 
 
@@ -165,3 +165,103 @@ def test_runlines_own_records_are_not_diffed(tmp_path: Path) -> None:
     found = runlines.diff(run(tmp_path / "a.jsonl", 10), run(tmp_path / "b.jsonl", 20))
 
     assert [(m.event, m.field) for m in found.metrics] == [("train_step", "loss")]
+
+
+def _evals(path: Path, splits: dict[str, list[float]]) -> Path:
+    """Write a run that logs one eval record per split at each step: splits[name][step - 1]."""
+    records = [line("run_start", run=path.stem, attempt=1)]
+    for name, losses in splits.items():
+        for step, loss in enumerate(losses, start=1):
+            records.append(line("eval", run=path.stem, step=step, split=name, loss=loss))
+    return write(path, *records)
+
+
+def _eval_loss(found: Any) -> Any:
+    return next(m for m in found.metrics if (m.event, m.field) == ("eval", "loss"))
+
+
+class TestEveryRecordOfAStep:
+    def test_a_split_logged_before_another_at_the_same_step_is_compared(
+        self, tmp_path: Path
+    ) -> None:
+        a = _evals(tmp_path / "a.jsonl", {"val": [0.5, 0.4], "test": [0.7, 0.6]})
+        b = _evals(tmp_path / "b.jsonl", {"val": [0.5, 0.9], "test": [0.7, 0.6]})
+
+        loss = _eval_loss(runlines.diff(a, b))
+
+        assert (loss.step, loss.a, loss.b, loss.where) == (2, 0.4, 0.9, {"split": "val"})
+
+    def test_records_are_matched_by_their_split_not_their_order(self, tmp_path: Path) -> None:
+        a = _evals(tmp_path / "a.jsonl", {"val": [0.5, 0.4], "test": [0.7, 0.6]})
+        b = _evals(tmp_path / "b.jsonl", {"test": [0.7, 0.6], "val": [0.5, 0.4]})
+
+        loss = _eval_loss(runlines.diff(a, b))
+
+        assert loss.agrees
+        assert loss.last_shared_step == 2
+
+    def test_a_split_only_one_run_logged_is_not_compared(self, tmp_path: Path) -> None:
+        a = _evals(tmp_path / "a.jsonl", {"val": [0.5, 0.4], "test": [0.7, 0.6]})
+        b = _evals(tmp_path / "b.jsonl", {"val": [0.5, 0.4]})
+
+        assert _eval_loss(runlines.diff(a, b)).agrees
+
+    def test_records_without_a_telling_field_are_matched_in_order(self, tmp_path: Path) -> None:
+        def run(path: Path, second: float) -> Path:
+            return write(
+                path,
+                line("run_start", run=path.stem, attempt=1),
+                line("train_step", run=path.stem, step=1, loss=1.0, note=path.stem),
+                line("train_step", run=path.stem, step=1, loss=second, note=path.stem),
+            )
+
+        found = runlines.diff(run(tmp_path / "a.jsonl", 0.5), run(tmp_path / "b.jsonl", 0.6))
+
+        loss = found.metrics[0]
+        assert (loss.step, loss.a, loss.b, loss.where) == (1, 0.5, 0.6, {})
+
+    def test_cli_names_the_split_that_differs(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        a = _evals(tmp_path / "a.jsonl", {"val": [0.5], "test": [0.7]})
+        b = _evals(tmp_path / "b.jsonl", {"val": [0.5], "test": [0.8]})
+
+        assert main(["diff", str(a), str(b)]) == 0
+        text = capsys.readouterr().out
+
+        assert "eval.loss  first differ at step 1 (split=test): 0.7 vs 0.8" in text
+
+
+def test_config_values_nan_on_both_sides_are_no_change(tmp_path: Path) -> None:
+    config = {"dropout": math.nan, "betas": [0.9, math.nan], "lr": 0.1}
+    a = write(tmp_path / "a.jsonl", line("run_start", config=config))
+    b = write(tmp_path / "b.jsonl", line("run_start", config={**config, "lr": 0.2}))
+
+    found = runlines.diff(a, b)
+
+    assert found.changed == {"lr": (0.1, 0.2)}
+
+
+@pytest.mark.parametrize("tolerance", [-math.inf, math.nan, -1e-9, math.inf])
+@pytest.mark.parametrize("name", ["rtol", "atol"])
+def test_a_tolerance_that_is_no_finite_number_at_least_0_is_refused(
+    pair: tuple[Path, Path], name: str, tolerance: float
+) -> None:
+    tolerances = {"rtol": 1e-5, "atol": 1e-8, name: tolerance}
+
+    with pytest.raises(ValueError, match=f"{name} must be a finite number >= 0"):
+        runlines.diff(*pair, rtol=tolerances["rtol"], atol=tolerances["atol"])
+
+
+def test_a_run_agrees_with_itself_at_a_tolerance_of_0(pair: tuple[Path, Path]) -> None:
+    found = runlines.diff(pair[0], pair[0], rtol=0, atol=0)
+
+    assert all(m.agrees for m in found.metrics)
+
+
+def test_cli_refuses_a_negative_tolerance_as_a_usage_error(
+    pair: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["diff", "--atol=-inf", str(pair[0]), str(pair[1])]) == 2
+
+    assert "atol must be a finite number >= 0" in capsys.readouterr().err

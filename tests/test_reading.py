@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import shutil
@@ -232,6 +233,62 @@ class TestLoad:
 
         for heavy in ("pandas", "numpy", "pyarrow", "matplotlib"):
             assert f"'{heavy}'" not in modules
+
+
+# A core-only install, in a fresh interpreter: numpy, pandas and pyarrow cannot be found.
+_CORE_ONLY = """
+import json, sys, warnings
+
+class Absent:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("numpy", "pandas", "pyarrow"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Absent())
+import runlines
+from runlines.cli import main
+
+log, said = sys.argv[1], {}
+calls = {
+    "load": lambda: runlines.load(log),
+    "runs": lambda: runlines.runs(log),
+    "compare": lambda: runlines.compare(log, metric="loss"),
+    "diff": lambda: runlines.diff(log, log),
+}
+for name, call in calls.items():
+    try:
+        call()
+    except ImportError as err:
+        said[name] = str(err)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with runlines.Run("fresh", sys.argv[2], compact=True, stdout=False) as run:
+        run.log("train", step=1, loss=0.5)
+said["close"] = " ".join(str(w.message) for w in caught)
+said["compact status"] = main(["compact", log])
+print(json.dumps(said))
+"""
+
+
+def test_a_core_only_install_says_which_extra_each_reader_needs(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    log = train(run_dir, "base", range(1, 3))
+
+    done = subprocess.run(
+        [sys.executable, "-c", _CORE_ONLY, str(log), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    said = json.loads(done.stdout)
+    assert said.pop("compact status") == 1
+    assert set(said) == {"load", "runs", "compare", "diff", "close"}
+    for name, message in said.items():
+        assert "pip install 'runlines[pandas]'" in message, (name, message)
+    hint = "runlines: error: compact needs numpy and pyarrow: pip install 'runlines[pandas]'"
+    assert hint in done.stderr
 
 
 class TestRewinds:

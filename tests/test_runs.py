@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import runlines
 from _logs import T0, line, write
 from runlines.cli import main
 from runlines.reading import RunSummary
+from runlines.reading._parquet import write_copy
 from runlines.reading._rules import NOT_METRIC_EVENTS
 from runlines.reading._summary import is_stalled
 from runlines.serve._runs import _File
@@ -151,6 +155,85 @@ class TestRunSummary:
         assert row["eval.loss.best"] == 0.9  # steps 2 and 3 of attempt 1 were rewound
         assert row["status"] == "died"
 
+    def test_best_keeps_what_a_restart_without_resume_step_did_not_rewrite(self) -> None:
+        summary = RunSummary("r.jsonl")
+        records = [{"ts": T0, "event": "run_start", "attempt": 1}]
+        records += [{"ts": T0, "event": "eval", "step": s, "loss": 1.0 / s} for s in range(1, 11)]
+        records += [{"ts": T0 + 9, "event": "run_start", "attempt": 2}]
+        records += [{"ts": T0 + 10, "event": "eval", "step": s, "loss": 0.9} for s in (1, 2, 3)]
+        for record in records:
+            summary.add(record)
+
+        row = summary.row(alive=False)
+
+        assert row["eval.loss.best"] == 0.1  # attempt 1's steps 4 to 10 are kept: step 10's
+
+    def test_best_leaves_out_a_record_whose_step_a_later_attempt_rewrote_without_it(
+        self,
+    ) -> None:
+        summary = RunSummary("r.jsonl")
+        for record in (
+            {"ts": T0, "event": "run_start", "attempt": 1},
+            {"ts": T0 + 1, "event": "eval", "step": 1, "loss": 0.5},
+            {"ts": T0 + 2, "event": "eval", "step": 2, "loss": 0.1},
+            {"ts": T0 + 3, "event": "run_start", "attempt": 2},
+            {"ts": T0 + 4, "event": "eval", "step": 2, "note": "rewritten, no loss"},
+        ):
+            summary.add(record)
+
+        assert summary.row(alive=False)["eval.loss.best"] == 0.5
+
+    def test_best_leaves_out_a_fractional_step_past_a_resume_step(self) -> None:
+        summary = RunSummary("r.jsonl")
+        for record in (
+            {"ts": T0, "event": "run_start", "attempt": 1},
+            {"ts": T0 + 1, "event": "eval", "step": 2, "loss": 0.5},
+            {"ts": T0 + 2, "event": "eval", "step": 2.25, "loss": 0.1},
+            {"ts": T0 + 3, "event": "run_start", "attempt": 2, "resume_step": 2},
+        ):
+            summary.add(record)
+
+        assert summary.row(alive=False)["eval.loss.best"] == 0.5
+
+    @pytest.mark.parametrize("rewrites", [range(1, 11), range(5, 7)])
+    def test_a_restored_summary_goes_on_with_the_same_best(
+        self, tmp_path: Path, rewrites: range
+    ) -> None:
+        records: list[dict[str, Any]] = [{"ts": T0, "event": "run_start", "attempt": 1}]
+        records += [{"ts": T0, "event": "eval", "step": s, "loss": 1.0 / s} for s in range(1, 11)]
+        records += [{"ts": T0 + 9, "event": "run_start", "attempt": 2}]
+        records += [{"ts": T0 + 10, "event": "eval", "step": s, "loss": 0.9} for s in rewrites]
+        path = write(tmp_path / "r.jsonl", *(line(**r) for r in records))
+        whole, half = RunSummary(path), RunSummary(path)
+        for record in records:
+            whole.add(record)
+        for record in records[:11]:  # the first attempt: a copy's summary holds its best only
+            half.add(record)
+
+        restored = RunSummary.restored(path, json.loads(json.dumps(half.state())))
+        for record in records[11:]:
+            restored.add(record)
+
+        assert restored.row(alive=False) == whole.row(alive=False)
+        assert len(json.dumps(half.state()["best"])) < 100  # its size is no record count's
+
+    def test_a_restored_best_whose_log_went_away_is_no_best_rather_than_a_wrong_one(
+        self, tmp_path: Path
+    ) -> None:
+        records: list[dict[str, Any]] = [{"ts": T0, "event": "run_start", "attempt": 1}]
+        records += [{"ts": T0, "event": "eval", "step": s, "loss": 1.0 / s} for s in (1, 2)]
+        path = write(tmp_path / "r.jsonl", *(line(**r) for r in records))
+        half = RunSummary(path)
+        for record in records:
+            half.add(record)
+        restored = RunSummary.restored(path, half.state())
+        path.unlink()
+
+        restored.add({"ts": T0 + 9, "event": "run_start", "attempt": 2})
+        restored.add({"ts": T0 + 10, "event": "eval", "step": 2, "loss": 0.9})
+
+        assert restored.row(alive=False)["eval.loss.best"] is None
+
     @pytest.mark.parametrize(
         ("now", "status"), [(T0 + 30 + 59, "running"), (T0 + 30 + 61, "stalled")]
     )
@@ -192,3 +275,56 @@ def test_the_quick_summary_of_a_big_log_has_the_same_key_columns(
     assert {k: quick[k] for k in keys} == {k: full[k] for k in keys}
     assert quick["attempts"] == 2
     assert quick["duration_s"] == pytest.approx(501 + 300)  # the gap between attempts left out
+
+
+_steps = st.one_of(st.integers(0, 4), st.sampled_from([None, 1.5]))
+_values = st.one_of(st.floats(0, 1), st.just(math.nan))
+_log_records = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {"event": st.just("run_start")}, optional={"resume_step": st.integers(0, 4)}
+        ),
+        st.fixed_dictionaries(
+            {"event": st.sampled_from(["eval", "train"])},
+            optional={"step": _steps, "loss": _values, "accuracy": _values},
+        ),
+    ),
+    max_size=14,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(records=_log_records, through_copy=st.booleans(), cut=st.integers(0, 14))
+def test_each_best_is_the_best_of_the_records_load_keeps(
+    tmp_path_factory: pytest.TempPathFactory,
+    records: list[dict[str, Any]],
+    through_copy: bool,
+    cut: int,
+) -> None:
+    path = tmp_path_factory.mktemp("best") / "r.jsonl"
+    lines = [line("run_start", attempt=1), *(line(**r) for r in records)]
+    if through_copy:  # runs() reads the summary a copy of the first lines stores, then the rest
+        write(path, *lines[: cut + 1])
+        assert write_copy(path) is not None
+        with path.open("ab") as log:
+            log.write(b"".join(lines[cut + 1 :]))
+    else:
+        write(path, *lines)
+
+    row = runlines.runs(path).iloc[0]
+    frame = runlines.load(path)
+    live = RunSummary(path)  # as the dashboard: a row asked for after every record
+    for record in runlines.iter_events(path):
+        live.add(record)
+        live.row(alive=False)
+
+    for event in ("eval", "train"):
+        for field, best in (("loss", min), ("accuracy", max)):
+            kept = frame.loc[frame["event"] == event, field] if field in frame else []
+            values = [v for v in kept if not math.isnan(v)]
+            expected = best(values) if values else None
+            got = row.get(f"{event}.{field}.best")
+            assert (None if got is None or pd.isna(got) else got) == expected, (event, field)
+            assert live.row(alive=False).get(f"{event}.{field}.best") == expected

@@ -56,6 +56,9 @@ def compact_at_close(log: Path, compact: bool | None) -> None:
 
 def _write(log: Path, failure: list[BaseException]) -> None:
     try:
+        from runlines.reading._rules import import_arrow
+
+        import_arrow("the Parquet copy")
         from runlines.reading._parquet import write_copy
 
         write_copy(log)

@@ -18,6 +18,9 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from runlines.reading._rules import import_arrow
+
+    import_arrow("compact")
     from runlines.reading._parquet import compact
 
     for copy in compact(*args.sources):

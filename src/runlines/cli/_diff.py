@@ -8,6 +8,7 @@ from typing import Any
 
 from runlines.cli._terminal import printable_lines
 from runlines.reading import RunDiff, diff
+from runlines.reading._diff import check_tolerance
 
 __all__ = ["add_commands"]
 
@@ -19,10 +20,25 @@ def add_commands(subparsers: Any) -> None:
     )
     sub.add_argument("a", metavar="A", help="a log file or run name")
     sub.add_argument("b", metavar="B", help="a log file or run name")
-    sub.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance (1e-5)")
-    sub.add_argument("--atol", type=float, default=1e-8, help="absolute tolerance (1e-8)")
+    sub.add_argument("--rtol", type=_tolerance("rtol"), default=1e-5, help="relative tolerance")
+    sub.add_argument("--atol", type=_tolerance("atol"), default=1e-8, help="absolute tolerance")
     sub.add_argument("--json", action="store_true", help="print the diff as JSON")
     sub.set_defaults(handler=_diff)
+
+
+def _tolerance(name: str) -> Any:
+    """Return argparse's type for --rtol and --atol: a finite number >= 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+            check_tolerance(name, value)
+        except ValueError as err:
+            hint = f"{name} must be a finite number >= 0 (0: exact), got {text!r}"
+            raise argparse.ArgumentTypeError(hint) from err
+        return value
+
+    return parse
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -52,7 +68,9 @@ def format_diff(found: RunDiff) -> str:
         if m.agrees:
             lines.append(f"  {name}  agree up to step {m.last_shared_step}")
         else:
-            lines.append(f"  {name}  first differ at step {m.step}: {_v(m.a)} vs {_v(m.b)}")
+            where = ", ".join(f"{k}={v}" for k, v in m.where.items())
+            where = f" ({where})" if where else ""
+            lines.append(f"  {name}  first differ at step {m.step}{where}: {_v(m.a)} vs {_v(m.b)}")
     if not found.metrics:
         lines.append("  no (event, field) logged at the same steps by both")
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from runlines.reading._rules import (
 )
 from runlines.reading._summary import flatten, lifecycle
 
-__all__ = ["MetricDiff", "RunDiff", "diff"]
+__all__ = ["MetricDiff", "RunDiff", "check_tolerance", "diff"]
 
 _Read = tuple[Any, dict[str, Any]]  # a run's records and where each number field was logged
 
@@ -43,6 +43,8 @@ class MetricDiff:
     a: Any  # the two values at that step
     b: Any
     last_shared_step: Any  # the last step both logged
+    # the string fields that tell the differing record from the others of its step (split)
+    where: dict[str, str | None] = dataclasses.field(default_factory=dict)
 
     @property
     def agrees(self) -> bool:
@@ -66,8 +68,9 @@ class RunDiff:
         """Return the diff as JSON-ready values: `runlines diff --json` and `/api/diff` print it.
 
         ``{a, b, added: {key: b}, removed: {key: a}, changed: {key: [a, b]}, environment:
-        {key: [a, b]}, metrics: [{event, field, step, a, b, last_shared_step, agrees}]}``;
+        {key: [a, b]}, metrics: [{event, field, step, a, b, last_shared_step, where, agrees}]}``;
         non-finite floats are the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``.
+        ``where`` names the differing record by its string fields: ``{"split": "val"}``.
         """
         out = dataclasses.asdict(self)
         out["changed"] = {k: list(v) for k, v in self.changed.items()}
@@ -89,11 +92,16 @@ def diff(
     Config keys (nested keys dotted) added, removed and changed; the environment both runs
     recorded in their run_start (git, python, host, packages, gpu...); and for every
     (event, field) both logged, the first step where |a - b| > atol + rtol * |b|, with both
-    values, or the last shared step when they agree.
+    values, or the last shared step when they agree. Every record of a step is compared:
+    records of one (event, step) are matched by the string fields that tell them apart
+    (``split="val"``, ``split="test"``), then by their order.
 
     Raises:
         ReadError: *a* or *b* is not one log file.
+        ValueError: *rtol* or *atol* is not a finite number >= 0.
     """
+    check_tolerance("rtol", rtol)
+    check_tolerance("atol", atol)
     import_pandas("diff()")
     start_a, start_b = _last_start(a), _last_start(b)
     config_a, config_b = _config(start_a), _config(start_b)
@@ -109,13 +117,34 @@ def diff(
     )
 
 
+def check_tolerance(name: str, value: object) -> None:
+    """Raise ValueError unless *value* is a finite number >= 0 (a NaN, negative or infinite
+    tolerance would make a run differ from itself, or agree with anything).
+    """
+    if not (is_number(value) and math.isfinite(value) and value >= 0):
+        msg = f"{name} must be a finite number >= 0 (0: exact), got {value!r}"
+        raise ValueError(msg)
+
+
 def _read(source: str | os.PathLike[str]) -> _Read:
     return load_with_presence(source, "diff()")
 
 
 def _changed(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, tuple[Any, Any]]:
     """Return the keys both *a* and *b* hold with different values, and those values."""
-    return {key: (a[key], b[key]) for key in sorted(a.keys() & b.keys()) if a[key] != b[key]}
+    shared = sorted(a.keys() & b.keys())
+    return {key: (a[key], b[key]) for key in shared if not _same(a[key], b[key])}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Return whether two decoded JSON values are equal, NaN equal to NaN at any depth."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
 
 
 def _last_start(source: str | os.PathLike[str]) -> Mapping[str, Any]:
@@ -150,13 +179,14 @@ def _metrics(read_a: _Read, read_b: _Read, rtol: float, atol: float) -> list[Met
     for event in sorted(e for e in events if is_metric_event(e)):
         rows_a = (frame_a["event"] == event) & frame_a["step"].notna()
         rows_b = (frame_b["event"] == event) & frame_b["step"].notna()
+        keys = sorted(_telling_apart(frame_a, rows_a) | _telling_apart(frame_b, rows_b))
         fields = _numeric(frame_a, rows_a, present_a) & _numeric(frame_b, rows_b, present_b)
         for field in sorted(fields):
-            series_a = _by_step(frame_a, rows_a & present_a[field], field)
-            series_b = _by_step(frame_b, rows_b & present_b[field], field)
-            steps = sorted(set(series_a.index) & set(series_b.index))
-            if steps:
-                found.append(_first_difference(event, field, steps, series_a, series_b, rtol, atol))
+            mine_a = _records(frame_a, rows_a & present_a[field], field, keys)
+            mine_b = dict(_records(frame_b, rows_b & present_b[field], field, keys))
+            shared = [(key, value, mine_b[key]) for key, value in mine_a if key in mine_b]
+            if shared:
+                found.append(_first_difference(event, field, keys, shared, rtol, atol))
     return found
 
 
@@ -173,20 +203,60 @@ def _numeric(frame: Any, rows: Any, present: Mapping[str, Any]) -> set[str]:
     }
 
 
-def _by_step(frame: Any, rows: Any, field: str) -> Any:
-    """Return *field* per step over *rows*: the last logged value of each step, NaN kept."""
-    picked = frame.loc[rows, ["step", field]].drop_duplicates("step", keep="last")
-    return picked.set_index("step")[field]
+def _telling_apart(frame: Any, rows: Any) -> set[str]:
+    """Return the string fields whose values tell two of *rows* of one step apart (split)."""
+    import pandas as pd
+
+    found = set()
+    for name in frame.columns:
+        dtype = frame[name].dtype
+        if name in ("ts", "event", "run", "step") or not (
+            pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)
+        ):
+            continue
+        texts = frame.loc[rows, name].map(_text)
+        if texts.isna().all():
+            continue
+        per_step = pd.DataFrame({"step": frame.loc[rows, "step"], "text": texts})
+        if per_step.groupby("step")["text"].nunique(dropna=False).gt(1).any():
+            found.add(name)
+    return found
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _records(frame: Any, rows: Any, field: str, keys: list[str]) -> list[tuple[Any, Any]]:
+    """Return ``((step, *key values, n), value)`` of *field* over *rows*, in step order: the
+    n-th record of its step with those key values (NaN kept).
+    """
+    import pandas as pd
+
+    picked = frame.loc[rows, ["step", field, *keys]].sort_values("step", kind="stable")
+    ids = pd.DataFrame({"step": picked["step"]})
+    for key in keys:
+        ids[key] = picked[key].map(_text)
+    order = ids.groupby(list(ids.columns), dropna=False, sort=False).cumcount()
+    names = zip(*(ids[c].tolist() for c in ids.columns), order.tolist(), strict=True)
+    values = picked[field].tolist()
+    return [(tuple(map(_plain, name)), v) for name, v in zip(names, values, strict=True)]
 
 
 def _first_difference(
-    event: str, field: str, steps: list[Any], a: Any, b: Any, rtol: float, atol: float
+    event: str,
+    field: str,
+    keys: list[str],
+    shared: list[tuple[Any, Any, Any]],
+    rtol: float,
+    atol: float,
 ) -> MetricDiff:
-    for step in steps:
-        value_a, value_b = _plain(a[step]), _plain(b[step])
+    last_step = shared[-1][0][0]
+    for name, value_a, value_b in shared:
         if not _close(value_a, value_b, rtol, atol):
-            return MetricDiff(event, field, _plain(step), value_a, value_b, _plain(steps[-1]))
-    return MetricDiff(event, field, None, None, None, _plain(steps[-1]))
+            where = dict(zip(keys, name[1:-1], strict=True))
+            return MetricDiff(event, field, name[0], value_a, value_b, last_step, where)
+    return MetricDiff(event, field, None, None, None, last_step)
 
 
 def _close(a: Any, b: Any, rtol: float, atol: float) -> bool:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COPY_FORMAT", "compact", "copy_summary", "read_log", "write_copy"]
 
-COPY_FORMAT: Final = 3  # bumped when the layout below changes: an older copy is ignored
+COPY_FORMAT: Final = 4  # bumped when the layout below changes: an older copy is ignored
 # The Parquet key-value metadata: what the copy covers (and its format), what load() rebuilds
 # the parsed log from, and the run summary, all runs() reads.
 _KEY: Final = b"runlines.copy"

@@ -4,7 +4,8 @@ Attempts: each `run_start` begins an attempt, numbered by its `attempt` field (e
 than the one before). Superseded records: within one log, a record of an earlier attempt is
 superseded when a later attempt rewrote its (event, step): by default every reader keeps the
 later attempt's record only. A later attempt's `resume_step` also supersedes every earlier
-record past that step. `superseded=True` keeps them all.
+record past that step. A record without a numeric step is never superseded. `superseded=True`
+keeps them all; runs()' bests (`_summary`) count exactly the records kept.
 """
 
 from __future__ import annotations
@@ -152,3 +153,13 @@ def import_pandas(caller: str) -> Any:
         msg = f"{caller} needs pandas and pyarrow: pip install 'runlines[pandas]'"
         raise ImportError(msg) from err
     return pd
+
+
+def import_arrow(caller: str) -> None:
+    """Raise ImportError with the install line when numpy or pyarrow lack (a copy's writer)."""
+    try:
+        import numpy  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as err:
+        msg = f"{caller} needs numpy and pyarrow: pip install 'runlines[pandas]'"
+        raise ImportError(msg) from err

@@ -1,7 +1,8 @@
 """A run's table row (`runs()`, `ls`, the dashboard), built incrementally from its records.
 
 A metric is a field of one event: a row holds `<event>.<field>` (its last value) and, where
-the field's name says which way is better, `<event>.<field>.best`. Bookkeeping fields (step,
+the field's name says which way is better, `<event>.<field>.best`: the best of the records
+load() keeps (`_rules`' superseded records left out). Bookkeeping fields (step,
 the sampler's `n`, `_nonfinite`) are not metrics, nor are the numbers of runlines' own records
 (`_rules.NOT_METRIC_EVENTS`: lifecycle, `warning`, `log`, `nonfinite`, `stall`, `stall_end`).
 `system` fields are columns without a best.
@@ -10,6 +11,7 @@ the sampler's `n`, `_nonfinite`) are not metrics, nor are the numbers of runline
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import math
 import os
 import statistics
@@ -22,14 +24,16 @@ from typing import Any, Final
 
 from runlines import _layout
 from runlines._layout import RUN_END, RUN_START
+from runlines.errors import ReadError
 from runlines.reading._files import is_locked
-from runlines.reading._lines import lines_containing, records_of
+from runlines.reading._lines import iter_events, lines_containing, records_of
 from runlines.reading._rules import (
     BOOKKEEPING,
     as_attempt,
     direction,
     is_metric_event,
     is_number,
+    step_cutoffs,
     to_float,
 )
 
@@ -74,37 +78,138 @@ def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 class _Best:
-    """The best value of one metric so far, by step, undone past a rewinding attempt's step.
+    """The best value of one metric over the records load() keeps (`_rules`' superseded rule).
 
-    Holds the steps where a new best was reached and those bests: a later attempt that starts
-    writing the metric at step s drops the entries from s on (its records replace them).
+    Holds every value of the metric with its step (inf: none) and segment (the run_starts
+    before it): a later attempt may rewrite any step, and the best is then the best of the
+    others. The best is kept up to date as values come, and counted again from the values
+    only when a later attempt supersedes the record that holds it (`dirty`).
     """
 
-    __slots__ = ("bests", "lower", "steps")
+    __slots__ = ("_at", "_value", "bounds", "dirty", "event", "lost", "lower", "steps", "values")
 
-    def __init__(self, lower: bool) -> None:
+    def __init__(self, event: _Event, lower: bool) -> None:
+        self.event = event
         self.lower = lower
         self.steps = array("d")
-        self.bests = array("d")
+        self.values = array("d")
+        self.bounds: list[list[int]] = []  # [segment, first index] where a segment starts
+        self.dirty = False
+        self.lost = False  # superseded, and the records to count it again from are gone
+        self._value: float | None = None
+        self._at = (math.inf, 0)  # the step and segment of the record that holds the best
 
-    def add(self, step: float, value: float) -> None:
+    def add(self, step: float, value: float, segment: int) -> None:
         if math.isnan(value):
             return
-        if self.bests:
-            best = self.bests[-1]
-            if (value >= best) if self.lower else (value <= best):
-                return
+        if not self.bounds or self.bounds[-1][0] != segment:
+            self.bounds.append([segment, len(self.values)])
         self.steps.append(step)
-        self.bests.append(value)
+        self.values.append(value)
+        best = self._value
+        if best is None or ((value < best) if self.lower else (value > best)):
+            self._value, self._at = value, (step, segment)
 
-    def rewind(self, step: float) -> None:
-        while self.steps and self.steps[-1] >= step:
-            self.steps.pop()
-            self.bests.pop()
+    def rewritten(self, step: float, segment: int) -> None:
+        """Note that *segment* wrote the metric's event at *step*."""
+        at, written = self._at
+        if at == step and written < segment:  # the best's own record is superseded
+            self.dirty = True
 
-    @property
-    def value(self) -> float | None:
-        return self.bests[-1] if self.bests else None
+    def resumed(self, step: float) -> None:
+        """Note that a later attempt resumed at *step*: earlier records past it are superseded."""
+        at = self._at[0]
+        if at != math.inf and at > step:
+            self.dirty = True
+
+    def state(self, event: str, cutoffs: list[float]) -> list[Any]:
+        """Return ``[event, lower, best, its step, its segment]`` as JSON values."""
+        value = self.value(cutoffs)
+        return [event, self.lower, value, *self._at]
+
+    def restore(self, value: float | None, step: float, segment: int) -> None:
+        """Start from the best *value* of earlier records, held by (*step*, *segment*)."""
+        self._value, self._at = value, (step, segment)
+
+    def prepend(self, steps: array[float], values: array[float], bounds: list[list[int]]) -> None:
+        """Put the values of the records before these (a restored summary's) first."""
+        self.bounds = _joined(bounds, len(steps), self.bounds)
+        self.steps = steps + self.steps
+        self.values = values + self.values
+
+    def value(self, cutoffs: list[float]) -> float | None:
+        """Return the best of the values no later attempt superseded (*cutoffs*: per segment,
+        the step past which a later resume_step supersedes its records).
+        """
+        if self.dirty:
+            self._count(cutoffs)
+            self.dirty = False
+        return None if self.lost else self._value
+
+    def _count(self, cutoffs: list[float]) -> None:
+        owners = self.event.owners()
+        best: float | None = None
+        at = (math.inf, 0)
+        for segment, steps, values in _segments(self.bounds, self.steps, self.values):
+            limit = cutoffs[segment]
+            for step, value in zip(steps, values, strict=True):
+                if step != math.inf and (step > limit or owners[step] != segment):
+                    continue  # a later attempt rewrote this (event, step), or resumed before it
+                if best is None or ((value < best) if self.lower else (value > best)):
+                    best, at = value, (step, segment)
+        self._value, self._at = best, at
+
+
+class _Event:
+    """The steps one event wrote, by segment, from its first record that holds a best on:
+    which segment wrote an (event, step) last is what supersedes the others' records.
+    """
+
+    __slots__ = ("bests", "bounds", "steps")
+
+    def __init__(self) -> None:
+        self.steps = array("d")
+        self.bounds: list[list[int]] = []
+        self.bests: list[_Best] = []
+
+    def prepend(self, steps: array[float], bounds: list[list[int]]) -> None:
+        """Put the steps of the records before these (a restored summary's) first."""
+        self.bounds = _joined(bounds, len(steps), self.bounds)
+        self.steps = steps + self.steps
+
+    def add(self, step: float, segment: int) -> None:
+        if not self.bounds or self.bounds[-1][0] != segment:
+            self.bounds.append([segment, len(self.steps)])
+        if step != math.inf and segment:
+            for best in self.bests:
+                best.rewritten(step, segment)
+        self.steps.append(step)
+
+    def owners(self) -> dict[float, int]:
+        """Return, per step, the last segment that wrote it."""
+        owners: dict[float, int] = {}
+        for segment, steps, _ in _segments(self.bounds, self.steps, self.steps):
+            owners.update(dict.fromkeys(steps, segment))
+        return owners
+
+
+def _joined(first: list[list[int]], size: int, then: list[list[int]]) -> list[list[int]]:
+    """Return the bounds of *size* entries cut by *first*, followed by those *then* cuts."""
+    later = [[segment, start + size] for segment, start in then]
+    if first and later and later[0][0] == first[-1][0]:
+        later = later[1:]  # one segment across the two
+    return [*first, *later]
+
+
+def _segments(
+    bounds: list[list[int]], steps: array[float], values: array[float]
+) -> list[tuple[int, array[float], array[float]]]:
+    """Return ``(segment, steps, values)`` for each segment that *bounds* cut."""
+    ends = [start for _, start in bounds[1:]] + [len(steps)] if bounds else []
+    return [
+        (segment, steps[start:end], values[start:end])
+        for (segment, start), end in zip(bounds, ends, strict=True)
+    ]
 
 
 class RunSummary:
@@ -125,8 +230,11 @@ class RunSummary:
         self._active_s = 0.0  # the durations of the attempts before the current one
         self._attempt_ts: float | None = None  # the first ts of the current attempt
         self._best: dict[str, _Best] = {}
+        self._events: dict[str, _Event] = {}  # the events that hold a best
         self._metrics: dict[tuple[str, str], tuple[str, _Best | None]] = {}
-        self._fresh: set[str] = set()  # metrics the current attempt has written
+        self._segment = 0  # the run_starts so far: the segment of the records that come
+        self._resumes: list[Any] = []  # each run_start's resume_step
+        self._history = 0  # the first records whose values the bests do not hold (restored)
         self._gaps: deque[float] = deque(maxlen=RECENT_GAPS)
         self._active_ts: float | None = None  # the last record that was no background record
         self._stall_seen = False  # a `stall` record, and no record of the run's since
@@ -176,23 +284,26 @@ class RunSummary:
         own = as_attempt(record.get("attempt"))
         self.attempts = max(self.attempts + 1, own or 0)
         self.ended = None
-        self._fresh = set()
         self._gaps.clear()
         config = record.get("config")
         if isinstance(config, Mapping):  # an attempt without a config keeps the one before
             self.config = flatten(config)
+        self._segment += 1
         resume = record.get("resume_step")
-        if is_number(resume):
+        self._resumes.append(resume)
+        if is_number(resume):  # the records of earlier attempts past it are superseded
             for best in self._best.values():
-                best.rewind(to_float(resume) + 0.5)
+                best.resumed(to_float(resume))
 
     def _values(self, event: str, record: Mapping[str, Any]) -> None:
         step = record.get("step")
-        at = math.inf
+        at = math.inf  # no step: never superseded
         if type(step) in _NUMBER_TYPES:
             self.step = step
             at = to_float(step)
-        metrics, last, fresh = self._metrics, self.last, self._fresh
+            if math.isnan(at):
+                at = math.inf
+        metrics, last, segment = self._metrics, self.last, self._segment
         for field, value in record.items():
             if type(value) not in _NUMBER_TYPES:
                 continue
@@ -203,13 +314,11 @@ class RunSummary:
             if not key:
                 continue
             last[key] = value
-            if best is None:
-                continue
-            if key not in fresh:
-                fresh.add(key)
-                if self.attempts > 1 and math.isfinite(at):
-                    best.rewind(at)  # this attempt's records replace the earlier ones from here
-            best.add(at, to_float(value))
+            if best is not None:
+                best.add(at, to_float(value), segment)
+        written = self._events.get(event)
+        if written is not None:
+            written.add(at, segment)
 
     def _metric(self, event: str, field: str) -> tuple[str, _Best | None]:
         """Return the column of (event, field) and its best tracker; '' for no metric."""
@@ -217,7 +326,13 @@ class RunSummary:
             return "", None
         key = f"{event}.{field}"
         way = None if event == _layout.SYSTEM else direction(field)  # a measurement, no score
-        best = None if way is None else self._best.setdefault(key, _Best(lower=way == "min"))
+        if way is None:
+            return key, None
+        best = self._best.get(key)
+        if best is None:
+            written = self._events.setdefault(event, _Event())
+            best = self._best[key] = _Best(written, lower=way == "min")
+            written.bests.append(best)
         return key, best
 
     def status(self, *, alive: bool | None = None, now: float | None = None) -> str:
@@ -263,14 +378,48 @@ class RunSummary:
             "step": self.step,
         }
         row.update((f"config.{key}", value) for key, value in self.config.items())
+        cutoffs = self._cutoffs()
         for key, value in self.last.items():
             row[key] = value
             if key in self._best:
-                row[f"{key}.best"] = self._best[key].value
+                row[f"{key}.best"] = self._best[key].value(cutoffs)
         return row
+
+    def _cutoffs(self) -> list[float]:
+        """Return each segment's resume cutoff, the values of restored records read first
+        when a best must be counted again from them.
+        """
+        if self._history and any(best.dirty for best in self._best.values()):
+            self._read_history()
+        return step_cutoffs(self._resumes)
+
+    def _read_history(self) -> None:
+        """Read the values of the first records again from the log (a restored summary holds
+        only their bests): a later attempt superseded the record that holds a best.
+        """
+        past = RunSummary(self.path)
+        try:
+            for record in itertools.islice(iter_events(self.path), self._history):
+                past.add(record)
+        except (OSError, ReadError):  # the log went away: no best rather than a wrong one
+            for best in self._best.values():
+                best.lost = best.lost or best.dirty
+            self._history = 0
+            return
+        for event, written in self._events.items():
+            if event in past._events:
+                old = past._events[event]
+                written.prepend(old.steps, old.bounds)
+        for key, best in self._best.items():
+            if key in past._best:
+                old_best = past._best[key]
+                best.prepend(old_best.steps, old_best.values, old_best.bounds)
+        self._history = 0
 
     def state(self) -> dict[str, Any]:
         """Return this summary's state as JSON values: `restored` goes on from it."""
+        names = {id(written): event for event, written in self._events.items()}
+        cutoffs = self._cutoffs()
         return {
             "run": self.run,
             "attempts": self.attempts,
@@ -283,8 +432,10 @@ class RunSummary:
             "records": self.records,
             "active_s": self._active_s,
             "attempt_ts": self._attempt_ts,
-            "best": {k: [b.lower, list(b.steps), list(b.bests)] for k, b in self._best.items()},
-            "fresh": sorted(self._fresh),
+            "events": list(self._events),
+            "best": {k: b.state(names[id(b.event)], cutoffs) for k, b in self._best.items()},
+            "segments": self._segment,
+            "resumes": self._resumes,
             "gaps": list(self._gaps),
             "active_ts": self._active_ts,
             "stall_seen": self._stall_seen,
@@ -302,11 +453,16 @@ class RunSummary:
         summary.last = dict(state["last"])
         summary._active_s = state["active_s"]
         summary._attempt_ts = state["attempt_ts"]
-        for key, (lower, steps, bests) in state["best"].items():
-            best = summary._best[key] = _Best(lower=lower)
-            best.steps.extend(steps)
-            best.bests.extend(bests)
-        summary._fresh = set(state["fresh"])
+        for event in state["events"]:
+            summary._events[event] = _Event()
+        for key, (event, lower, value, step, segment) in state["best"].items():
+            written = summary._events[event]
+            best = summary._best[key] = _Best(written, lower=lower)
+            best.restore(value, step, segment)
+            written.bests.append(best)
+        summary._history = state["records"]
+        summary._segment = state["segments"]
+        summary._resumes = list(state["resumes"])
         summary._gaps.extend(state["gaps"])
         summary._active_ts = state["active_ts"]
         summary._stall_seen = state["stall_seen"]

@@ -26,6 +26,7 @@ from runlines.reading._rules import (
     direction,
     is_metric_event,
     is_number,
+    step_cutoffs,
     to_float,
 )
 from runlines.reading._summary import RECENT_GAPS, flatten
@@ -297,14 +298,15 @@ def _metrics(
     resumes: list[Any],
     state: dict[str, Any],
 ) -> bool | None:
-    """Fill last, best and fresh; return None where two metrics share a column name."""
+    """Fill last, best and events; return None where two metrics share a column name."""
     import numpy as np
 
     metric = _metric_rows(rows)
     steps = np.full(len(rows.lines), np.inf)
     if "step" in rows.table.names:
         held, values = rows.numbers("step")
-        steps = np.where(held, values, np.inf)  # a record without a numeric step: at infinity
+        # a record without a numeric step (or with a NaN one): at infinity, never superseded
+        steps = np.where(held & ~np.isnan(values), values, np.inf)
     found: dict[str, tuple[tuple[int, int], str, _Ints, _Floats]] = {}
     for name in _field_names(rows.table):
         held, values = rows.numbers(name)
@@ -322,74 +324,62 @@ def _metrics(
             found[key] = (first, name, at, values[at])
     last: dict[str, Any] = {}
     best: dict[str, list[Any]] = {}
-    fresh: list[str] = []
-    starts = len(attempts) - 1
+    owners: dict[str, tuple[_Floats, _Ints]] = {}  # per event with a best, in first-seen order
+    cutoffs = np.array(step_cutoffs(resumes))
     for key, (_, name, at, values) in sorted(found.items(), key=lambda item: item[1][0]):
         last[key] = rows.record(int(at[-1]))[name]
         event = key[: -len(name) - 1]
         way = None if event == _layout.SYSTEM else direction(name)
         if way is None:
             continue
-        stack = _Stack(way == "min")
-        where = segment[at]
-        for k in range(starts + 1):
-            if k:
-                resume = resumes[k - 1]
-                if is_number(resume):
-                    stack.rewind(to_float(resume) + 0.5)
-            mine = np.flatnonzero(where == k)
-            if not len(mine):
-                continue
-            first_step = float(steps[at[mine[0]]])
-            if attempts[k] > 1 and math.isfinite(first_step):
-                stack.rewind(first_step)
-            stack.add(steps[at[mine]], values[mine])
-            if k == starts:
-                fresh.append(key)
-        best[key] = [stack.lower, stack.steps.tolist(), stack.bests.tolist()]
-    state["last"], state["best"], state["fresh"] = last, best, sorted(fresh)
+        if event not in owners:
+            owners[event] = _owners(rows.rows_of(event), steps, segment)
+        best[key] = _best(event, way == "min", owners[event], cutoffs, steps, segment, at, values)
+    state["last"], state["best"], state["events"] = last, best, list(owners)
+    state["segments"], state["resumes"] = len(attempts) - 1, resumes
     return True
 
 
-class _Stack:
-    """`_Best` over arrays: the steps where a new best was reached, and those bests."""
+def _owners(mine: _Ints, steps: _Floats, segment: _Ints) -> tuple[_Floats, _Ints]:
+    """Return the distinct steps of an event's rows *mine*, and the last segment of each."""
+    import numpy as np
 
-    __slots__ = ("bests", "lower", "steps")
+    mine = mine[steps[mine] != np.inf]
+    order = mine[np.lexsort((segment[mine], steps[mine]))]
+    distinct, starts = np.unique(steps[order], return_index=True)
+    if not len(distinct):
+        return distinct, np.zeros(0, dtype=np.int64)
+    return distinct, np.maximum.reduceat(segment[order], starts)
 
-    def __init__(self, lower: bool) -> None:
-        import numpy as np
 
-        self.lower = lower
-        self.steps = np.zeros(0)
-        self.bests = np.zeros(0)
+def _best(
+    event: str,
+    lower: bool,
+    owners: tuple[_Floats, _Ints],
+    cutoffs: _Floats,
+    steps: _Floats,
+    segment: _Ints,
+    at: _Ints,
+    values: _Floats,
+) -> list[Any]:
+    """Return `_Best.state()` of one metric: its best over the records no later attempt
+    superseded, and the step and segment of the first record that holds it.
+    """
+    import numpy as np
 
-    def add(self, steps: _Floats, values: _Floats) -> None:
-        """Add values in order: each one better than every one before is a new best."""
-        import numpy as np
-
-        kept = ~np.isnan(values)
-        steps, values = steps[kept], values[kept]
-        if not len(values):
-            return
-        better = np.less if self.lower else np.greater
-        running = (np.minimum if self.lower else np.maximum).accumulate(values)
-        if len(self.bests):
-            before = np.concatenate(([self.bests[-1]], running[:-1]))
-            before = (np.minimum if self.lower else np.maximum)(before, self.bests[-1])
-            new = better(values, before)
-        else:  # the first value is the first best, whatever it is
-            new = np.concatenate(([True], better(values[1:], running[:-1])))
-        self.steps = np.concatenate((self.steps, steps[new]))
-        self.bests = np.concatenate((self.bests, values[new]))
-
-    def rewind(self, step: float) -> None:
-        """Drop the bests from the top down while their step is at or past *step*."""
-        import numpy as np
-
-        with np.errstate(invalid="ignore"):
-            below = np.flatnonzero(~(self.steps >= step))
-        keep = int(below[-1]) + 1 if len(below) else 0
-        self.steps, self.bests = self.steps[:keep], self.bests[:keep]
+    numbers = ~np.isnan(values)  # a NaN is never a best
+    rows, values = at[numbers], values[numbers]
+    mine, where = steps[rows], segment[rows]
+    distinct, last = owners
+    stepped = mine != np.inf
+    owner = where.copy()
+    if len(distinct):
+        owner[stepped] = last[np.searchsorted(distinct, mine[stepped])]
+    kept = np.flatnonzero(~stepped | ((mine <= cutoffs[where]) & (owner == where)))
+    if not len(kept):
+        return [event, lower, None, math.inf, 0]
+    pick = kept[(np.argmin if lower else np.argmax)(values[kept])]
+    return [event, lower, float(values[pick]), float(mine[pick]), int(where[pick])]
 
 
 def line_reader(path: os.PathLike[str] | str, starts: _Ints, ends: _Ints) -> Any:
