@@ -72,6 +72,24 @@ class TestRuns:
         assert (first["status"], first["step"]) == ("running", 1)
         assert (second["status"], second["step"]) == ("running", 2)
 
+    def test_a_deleted_run_leaves_the_table_and_its_pages_answer_404(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        train(serve_dir, "kept", range(1, 3))
+        gone = train(serve_dir, "gone", range(1, 3))
+        assert len(client.json("/api/runs")) == 2
+
+        gone.unlink()
+        rows = client.json("/api/runs")
+        answers = [
+            client.request(path)[0]
+            for path in ("/api/run?run=gone", "/api/series?run=gone", "/api/diff?a=kept&b=gone")
+        ]
+
+        assert [row["run"] for row in rows] == ["kept"]
+        assert answers == [404, 404, 404]
+        assert client.json("/api/run?run=kept")["row"]["status"] == "ok"
+
     def test_nan_values_are_named_in_the_table(self, serve_dir: Path, client: Client) -> None:
         write(
             serve_dir / "nan.jsonl",
