@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _serve_helpers import Client, png_bytes
@@ -233,6 +234,60 @@ class TestDiff:
         assert [(m["step"], m["a"], m["b"]) for m in served["metrics"]] == [(2, 1.0, "Infinity")]
 
 
+class TestBadInput:
+    @pytest.mark.parametrize("rank", ["nan", "inf", "-inf", "1.5", "one"])
+    def test_a_rank_that_is_no_whole_number_is_400(
+        self, serve_dir: Path, client: Client, rank: str
+    ) -> None:
+        train(serve_dir, "r", range(1, 3))
+
+        status, _, body = client.request(f"/api/series?run=r&rank={rank}")
+
+        assert status == 400
+        assert "?rank= must be a whole number" in json.loads(body)["error"]
+
+    def test_a_nul_byte_in_an_artifact_path_is_400(self, serve_dir: Path, client: Client) -> None:
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="x", path="x\x00y.png"))
+
+        status, _, body = client.request("/api/artifact?run=r&path=x%00y.png")
+
+        assert status == 400
+        assert "NUL" in json.loads(body)["error"]
+
+    def test_a_tolerance_that_diff_refuses_is_400_with_its_message(
+        self, serve_dir: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        train(serve_dir, "a", range(1, 3))
+
+        def refuse(*args: object, **options: object) -> None:
+            raise ValueError("atol must be a finite number >= 0, got -inf")
+
+        monkeypatch.setattr("runlines.reading.diff", refuse)
+        status, _, body = client.request("/api/diff?a=a&b=a&atol=-inf")
+
+        assert status == 400
+        assert "atol must be a finite number >= 0" in json.loads(body)["error"]
+
+    def test_a_run_deleted_while_its_diff_is_read_is_404(
+        self, serve_dir: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from runlines import reading
+
+        train(serve_dir, "a", range(1, 3))
+        gone = train(serve_dir, "b", range(1, 3))
+        real = reading.diff
+
+        def delete_then_diff(*args: Any, **options: Any) -> Any:
+            gone.unlink()
+            return real(*args, **options)
+
+        monkeypatch.setattr("runlines.reading.diff", delete_then_diff)
+        status, _, body = client.request("/api/diff?a=a&b=b")
+
+        assert status == 404
+        assert "run 'b' was deleted" in json.loads(body)["error"]
+
+
 class TestSafety:
     def test_paths_outside_the_static_files_and_the_artifacts_are_refused(
         self, tmp_path: Path, serve_dir: Path, client: Client
@@ -301,6 +356,22 @@ class TestSafety:
 
         assert status == 403
         assert "127.0.0.1" in json.loads(body)["error"]
+
+    def test_any_loopback_address_serves_the_url_it_prints(self, serve_dir: Path) -> None:
+        train(serve_dir, "r", range(1, 3))
+        with Server(serve_dir, host="127.0.0.2", port=0) as server:
+            status, _, _ = Client(server).request("/api/runs")
+
+        assert server.url.startswith("http://127.0.0.2:")
+        assert status == 200
+
+    def test_a_refused_host_is_told_the_address_the_server_listens_on(
+        self, server: Server, client: Client
+    ) -> None:
+        status, _, body = client.request("/api/runs", headers={"Host": "localhost.evil.example"})
+
+        assert status == 403
+        assert server.url.removesuffix("/") in json.loads(body)["error"]
 
     def test_off_loopback_every_request_needs_the_token_from_the_url(self, serve_dir: Path) -> None:
         train(serve_dir, "r", range(1, 3))

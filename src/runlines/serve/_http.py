@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import hmac
+import ipaddress
 import json
 import mimetypes
 from collections.abc import Callable, Mapping
@@ -32,7 +33,7 @@ REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
 DIFF_RTOL: Final = 1e-5  # runlines.diff's defaults
 DIFF_ATOL: Final = 1e-8
 _IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
-_LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+_LOOPBACK_NAMES: Final = frozenset({"localhost"})  # and any loopback address
 _CSP: Final = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
     "script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
@@ -117,8 +118,11 @@ class Handler(BaseHTTPRequestHandler):
             return
         host = self.headers.get("Host", "")
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if name not in _LOOPBACK_NAMES:
-            msg = f"Host {host!r} is not this machine; open http://127.0.0.1 instead"
+        # A name that DNS answers could lead here from another site; an address cannot
+        if name not in _LOOPBACK_NAMES and not _is_loopback_address(name):
+            bound, port = self.server.server_address[:2]
+            shown = f"[{bound}]" if ":" in str(bound) else str(bound)
+            msg = f"Host {host!r} is not this machine; open http://{shown}:{port} instead"
             raise ApiError(HTTPStatus.FORBIDDEN, msg)
 
     def _check_token(self, query: Mapping[str, str]) -> None:
@@ -165,6 +169,9 @@ class Handler(BaseHTTPRequestHandler):
             store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             run = _run(store, query)
             wanted = _param(query, "path")
+            if "\x00" in wanted:
+                msg = f"?path= holds a NUL byte, which no file name has: {wanted!r}"
+                raise ApiError(HTTPStatus.BAD_REQUEST, msg)
             known = {a.get("path") for a in run.artifacts if isinstance(a.get("path"), str)}
         if wanted not in known:  # only files the run's own artifact records name
             msg = f"run {run.label!r} has no artifact {wanted!r}; see /api/run?run=..."
@@ -195,7 +202,15 @@ class Handler(BaseHTTPRequestHandler):
         rtol, atol = _float(query, "rtol", DIFF_RTOL), _float(query, "atol", DIFF_ATOL)
         try:
             found = diff(a.path, b.path, rtol=rtol, atol=atol)
-        except (ReadError, ImportError) as err:
+        except ReadError as err:
+            gone = [run.label for run in (a, b) if not run.path.is_file()]
+            if not gone:
+                raise ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, str(err)) from err
+            msg = f"run {gone[0]!r} was deleted; GET /api/runs lists the runs"
+            raise ApiError(HTTPStatus.NOT_FOUND, msg) from err
+        except ValueError as err:  # a tolerance diff refuses (negative, NaN)
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{err}; see ?rtol= and ?atol=") from err
+        except ImportError as err:
             raise ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, str(err)) from err
         return dumps(found.to_dict()), "application/json", {"Cache-Control": "no-store"}
 
@@ -232,6 +247,14 @@ class Handler(BaseHTTPRequestHandler):
         self._send(err.status, body, "application/json", headers, head=head)
 
 
+def _is_loopback_address(name: str) -> bool:
+    """Return whether *name* is an address of this machine (127.0.0.0/8, ::1), not a name."""
+    try:
+        return ipaddress.ip_address(name.removeprefix("[").removesuffix("]")).is_loopback
+    except ValueError:
+        return False
+
+
 def _param(query: Mapping[str, str], name: str) -> str:
     value = query.get(name)
     if not value:
@@ -256,6 +279,14 @@ def _float(query: Mapping[str, str], name: str, default: float) -> float:
         raise ApiError(HTTPStatus.BAD_REQUEST, msg) from None
 
 
+def _int(query: Mapping[str, str], name: str, default: int) -> int:
+    try:
+        return int(query.get(name, default))
+    except ValueError:
+        msg = f"?{name}= must be a whole number, got {query[name]!r}"
+        raise ApiError(HTTPStatus.BAD_REQUEST, msg) from None
+
+
 def _runs(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     return [jsonable(run.row(now)) for run in store.runs.values()]
 
@@ -268,7 +299,7 @@ def _progress(store: RunStore, query: Mapping[str, str], now: float) -> Any:
 
 def _series(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     run = _run(store, query)
-    rank = int(_float(query, "rank", 0))
+    rank = _int(query, "rank", 0)
     if rank not in run.files:
         msg = f"run {run.label!r} has no rank {rank}; it has {sorted(run.files)}"
         raise ApiError(HTTPStatus.NOT_FOUND, msg)

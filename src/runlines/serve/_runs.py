@@ -443,7 +443,7 @@ def is_inside(path: Path, root: Path) -> bool:
     """Return whether *path*, symlinks resolved, is *root* or lies under it."""
     try:
         resolved = path.resolve(strict=True)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # missing, a loop, a NUL byte
         return False
     return resolved == root.resolve() or resolved.is_relative_to(root.resolve())
 
