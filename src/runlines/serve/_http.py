@@ -121,7 +121,8 @@ class Handler(BaseHTTPRequestHandler):
         # A name that DNS answers could lead here from another site; an address cannot
         if name not in _LOOPBACK_NAMES and not _is_loopback_address(name):
             bound, port = self.server.server_address[:2]
-            shown = f"[{bound}]" if ":" in str(bound) else str(bound)
+            listening = bound.decode() if isinstance(bound, bytes) else str(bound)
+            shown = f"[{listening}]" if ":" in listening else listening
             msg = f"Host {host!r} is not this machine; open http://{shown}:{port} instead"
             raise ApiError(HTTPStatus.FORBIDDEN, msg)
 
