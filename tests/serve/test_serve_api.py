@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +201,59 @@ class TestRunPage:
             "/api/artifact?run=r&path=" + artifact["path"].replace("/", "%2F")
         )
         assert (status, headers["Content-Type"], body) == (200, "image/png", png_bytes())
+
+
+class TestArtifactDownloads:
+    SIZE = 128 << 20
+
+    @pytest.fixture(name="checkpoint")
+    def _checkpoint(self, serve_dir: Path) -> Path:
+        path = serve_dir / "ckpt.bin"
+        with open(path, "wb") as stream:  # sparse: costs no disk
+            stream.truncate(self.SIZE - 3)
+            stream.seek(self.SIZE - 3)
+            stream.write(b"end")
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="ckpt", path="ckpt.bin"))
+        return path
+
+    def test_head_answers_the_size_from_stat_without_reading_the_file(
+        self, checkpoint: Path, client: Client
+    ) -> None:
+        client.json("/api/runs")  # the run's records are read before the measure
+        tracemalloc.start()
+        try:
+            status, headers, body = client.request(
+                "/api/artifact?run=r&path=ckpt.bin", method="HEAD"
+            )
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+        assert (status, int(headers["Content-Length"]), body) == (200, self.SIZE, b"")
+        assert peak < 4 << 20
+
+    def test_get_sends_the_file_in_blocks_of_bounded_memory(
+        self, checkpoint: Path, client: Client
+    ) -> None:
+        client.json("/api/runs")
+        connection = http.client.HTTPConnection(client.host, client.port, timeout=30)
+        tracemalloc.start()
+        try:
+            connection.request("GET", "/api/artifact?run=r&path=ckpt.bin")
+            answer = connection.getresponse()
+            received, last = 0, b""
+            while block := answer.read(1 << 16):
+                received += len(block)
+                last = block
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            connection.close()
+
+        assert (answer.status, int(answer.getheader("Content-Length", "0"))) == (200, self.SIZE)
+        assert received == self.SIZE
+        assert last.endswith(b"end")
+        assert peak < 4 << 20
 
 
 class TestDiff:

@@ -7,6 +7,7 @@ import hmac
 import ipaddress
 import json
 import mimetypes
+import os
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +31,7 @@ _STATIC_FILES: Final = (
     "vendor/LICENSE",
 )
 REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
+SEND_BLOCK_BYTES: Final = 64 << 10  # a file is sent in blocks: memory stays bounded
 DIFF_RTOL: Final = 1e-5  # runlines.diff's defaults
 DIFF_ATOL: Final = 1e-8
 _IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
@@ -135,7 +137,9 @@ class Handler(BaseHTTPRequestHandler):
             msg = "missing or wrong token; open the URL with ?token= that `runlines serve` printed"
             raise ApiError(HTTPStatus.UNAUTHORIZED, msg)
 
-    def _route(self, path: str, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+    def _route(
+        self, path: str, query: Mapping[str, str]
+    ) -> tuple[bytes | Path, str, dict[str, str]]:
         if path in ("/", "/index.html"):
             return _static("index.html"), "text/html; charset=utf-8", {}
         if path.startswith("/static/"):
@@ -164,7 +168,8 @@ class Handler(BaseHTTPRequestHandler):
             value = api(store, query, self.server.clock())
         return dumps(value), "application/json", {"Cache-Control": "no-store"}
 
-    def _artifact(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+    def _artifact(self, query: Mapping[str, str]) -> tuple[Path, str, dict[str, str]]:
+        """Answer an artifact file the run registered: sent in blocks, never read whole."""
         store = self.server.store
         with store.serving():
             store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
@@ -186,7 +191,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind is None:
             kind = "application/octet-stream"
             headers["Content-Disposition"] = f'attachment; filename="{Path(wanted).name}"'
-        return target.read_bytes(), kind, headers
+        return target, kind, headers
 
     def _diff(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
         """Answer `runlines.diff` of two runs, read outside the store's lock.
@@ -218,27 +223,58 @@ class Handler(BaseHTTPRequestHandler):
     def _send(
         self,
         status: HTTPStatus,
-        body: bytes,
+        body: bytes | Path,
         kind: str,
         extra: Mapping[str, str],
         *,
         head: bool = False,
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("Content-Security-Policy", _CSP)
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
+        if isinstance(body, Path):
+            self._send_file(body, kind, extra, head=head)
+            return
+        self._send_head(status, kind, len(body), extra)
         if head:
             return
         try:
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):  # the page went away mid-answer
             self.close_connection = True
+
+    def _send_head(
+        self, status: HTTPStatus, kind: str, length: int, extra: Mapping[str, str]
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(length))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Content-Security-Policy", _CSP)
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _send_file(self, path: Path, kind: str, extra: Mapping[str, str], *, head: bool) -> None:
+        """Send *path* in blocks of `SEND_BLOCK_BYTES`; HEAD only stats it."""
+        try:
+            if head:
+                self._send_head(HTTPStatus.OK, kind, path.stat().st_size, extra)
+                return
+            stream = open(path, "rb")  # noqa: SIM115 (closed by the with below: only open is tried)
+        except OSError as err:  # gone since it was checked
+            message = f"artifact {path.name!r} cannot be read ({err.strerror}); it may be gone"
+            self._send_error(ApiError(HTTPStatus.NOT_FOUND, message), head=head)
+            return
+        with stream:
+            length = os.fstat(stream.fileno()).st_size  # what this answer promises: no more
+            self._send_head(HTTPStatus.OK, kind, length, extra)
+            try:
+                while length > 0 and (block := stream.read(min(length, SEND_BLOCK_BYTES))):
+                    self.wfile.write(block)
+                    length -= len(block)
+            except (BrokenPipeError, ConnectionResetError):  # the page went away mid-answer
+                self.close_connection = True
+            if length > 0:  # the file shrank: the answer is short, the connection ends
+                self.close_connection = True
 
     def _send_error(
         self, err: ApiError, *, head: bool = False, extra: Mapping[str, str] | None = None
