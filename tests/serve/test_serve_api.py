@@ -17,6 +17,7 @@ from runlines import Run
 from runlines.cli import main
 from runlines.errors import NonfiniteWarning
 from runlines.serve import Server
+from runlines.serve._http import DashboardServer
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -452,6 +453,86 @@ class TestSafety:
         assert server.token is None
         assert server.url.startswith("http://127.0.0.1:")
         assert "token" not in server.url
+
+
+_LOW_DESCRIPTOR_SERVER = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+from runlines.serve import Server
+with Server(sys.argv[1], host="0.0.0.0", port=0, token="secret") as server:
+    print(server.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+class TestConnections:
+    def test_silent_sockets_never_lock_out_the_token_holder(self, serve_dir: Path) -> None:
+        """More silent sockets than the server has descriptors; then a real request."""
+        import socket
+        import subprocess
+        import sys
+
+        train(serve_dir, "r", range(1, 3))
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+        with subprocess.Popen(
+            [sys.executable, "-c", _LOW_DESCRIPTOR_SERVER, str(serve_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        ) as process:
+            assert process.stdout is not None
+            assert process.stdin is not None
+            port = int(process.stdout.readline().rsplit(":", 1)[1].split("/")[0])
+            silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(300)]
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                connection.request("GET", "/api/runs", headers={"X-Runlines-Token": "secret"})
+                answer = connection.getresponse()
+                rows = json.loads(answer.read())
+                connection.close()
+            finally:
+                for sock in silent:
+                    sock.close()
+                process.stdin.close()
+
+        assert answer.status == 200
+        assert [row["run"] for row in rows] == ["r"]
+
+    def test_a_silent_connection_is_closed_after_the_idle_timeout(
+        self, server: Server, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import socket
+
+        monkeypatch.setattr(DashboardServer, "idle_timeout_s", 0.2)
+
+        with socket.create_connection((client.host, client.port), timeout=10) as silent:
+            closed = silent.recv(1)  # waits for the server, at most the 10 s above
+
+        assert closed == b""
+
+    def test_past_the_cap_with_every_connection_answering_a_new_one_gets_503(
+        self, serve_dir: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        checkpoint = serve_dir / "ckpt.bin"
+        with open(checkpoint, "wb") as stream:
+            stream.truncate(256 << 20)  # more than the socket buffers hold: sending blocks
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="ckpt", path="ckpt.bin"))
+        client.json("/api/runs")
+        monkeypatch.setattr(DashboardServer, "max_connections", 2)
+        busy = [http.client.HTTPConnection(client.host, client.port, timeout=10) for _ in range(2)]
+        try:
+            for connection in busy:  # answered, never read: both stay busy sending
+                connection.request("GET", "/api/artifact?run=r&path=ckpt.bin")
+                assert connection.getresponse().status == 200
+
+            status, headers, body = client.request("/api/runs")
+        finally:
+            for connection in busy:
+                connection.close()
+
+        assert (status, headers["Retry-After"]) == (503, "1")
+        assert "too many connections" in json.loads(body)["error"]
 
 
 class TestPackage:

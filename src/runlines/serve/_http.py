@@ -8,6 +8,8 @@ import ipaddress
 import json
 import mimetypes
 import os
+import socket
+import threading
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +34,8 @@ _STATIC_FILES: Final = (
 )
 REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
 SEND_BLOCK_BYTES: Final = 64 << 10  # a file is sent in blocks: memory stays bounded
+MAX_CONNECTIONS: Final = 64  # open at once, well below any limit on descriptors
+IDLE_TIMEOUT_S: Final = 5.0  # a connection silent this long (no request, or not reading) ends
 DIFF_RTOL: Final = 1e-5  # runlines.diff's defaults
 DIFF_ATOL: Final = 1e-8
 _IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
@@ -66,13 +70,78 @@ def _iso(value: Any) -> Any:
 
 
 class DashboardServer(ThreadingHTTPServer):
-    """A threading HTTP server that knows its runs and, off loopback, its token."""
+    """A threading HTTP server that knows its runs and, off loopback, its token.
+
+    It holds at most `max_connections` open. A new one beyond them takes the place of the
+    oldest that is waiting for a request (a silent or idle connection); when every one is
+    answering, the new one gets 503. A connection silent for `idle_timeout_s` is closed.
+    So silent sockets never use up the descriptors, nor lock out the token holder.
+    """
 
     daemon_threads = True
+    request_queue_size = 128  # a burst of connections waits in the kernel, not refused
+    max_connections = MAX_CONNECTIONS
+    idle_timeout_s = IDLE_TIMEOUT_S
     store: RunStore
     token: str | None
     loopback: bool
     clock: Callable[[], float]
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._guard = threading.Lock()
+        # The open connections, oldest first: True while one waits for a request's head
+        self._open: dict[socket.socket, bool] = {}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if self._admit(request):
+            super().process_request(request, client_address)
+        else:
+            _refuse_busy(request)
+            self.shutdown_request(request)
+
+    def _admit(self, connection: socket.socket) -> bool:
+        with self._guard:
+            if len(self._open) >= self.max_connections:
+                waiting = next((c for c, idle in self._open.items() if idle), None)
+                if waiting is None:
+                    return False
+                del self._open[waiting]
+                _hang_up(waiting)  # its thread wakes from its read and closes it
+            self._open[connection] = True
+            return True
+
+    def mark_waiting(self, connection: socket.socket, *, waiting: bool) -> None:
+        """Say whether *connection* waits for a request's head (and may give its place)."""
+        with self._guard:
+            if connection in self._open:
+                self._open[connection] = waiting
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._guard:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
+
+
+def _hang_up(connection: socket.socket) -> None:
+    try:
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed by its peer meanwhile
+        pass
+
+
+def _refuse_busy(connection: socket.socket) -> None:
+    """Answer 503 on the accepting thread, without waiting for the request."""
+    body = dumps({"error": "the dashboard is busy: too many connections; retry", "status": 503})
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        connection.settimeout(0)  # a full send buffer must not stop the accepting thread
+        connection.send(head.encode() + body)
+    except OSError:
+        pass
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -83,6 +152,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Keep the terminal quiet: one line per request would drown the URL."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout_s)  # per read and write
+
+    def handle_one_request(self) -> None:
+        self.server.mark_waiting(self.connection, waiting=True)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.server.mark_waiting(self.connection, waiting=False)  # its head is read: answering
+        return parsed
 
     def do_GET(self) -> None:
         self._answer(head=False)
