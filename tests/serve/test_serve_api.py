@@ -94,6 +94,20 @@ class TestRuns:
         assert answers == [404, 404, 404]
         assert client.json("/api/run?run=kept")["row"]["status"] == "ok"
 
+    def test_a_replaced_log_shows_the_new_run_only(self, serve_dir: Path, client: Client) -> None:
+        path = train(serve_dir, "r", range(1, 26))
+        assert client.json("/api/runs")[0]["step"] == 25
+
+        path.unlink()
+        train(serve_dir, "r", range(1, 21))
+        detail = client.json("/api/run?run=r")
+        series = client.json("/api/series?run=r")["series"]
+
+        (loss,) = [s for s in series if s["field"] == "loss"]
+        assert (detail["row"]["attempts"], detail["row"]["step"]) == (1, 20)
+        assert len(detail["attempts"]) == 1
+        assert loss["count"] == 20
+
     def test_nan_values_are_named_in_the_table(self, serve_dir: Path, client: Client) -> None:
         write(
             serve_dir / "nan.jsonl",
