@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _serve_helpers import Client, png_bytes
@@ -14,6 +17,7 @@ from runlines import Run
 from runlines.cli import main
 from runlines.errors import NonfiniteWarning
 from runlines.serve import Server
+from runlines.serve._http import DashboardServer
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -71,6 +75,38 @@ class TestRuns:
 
         assert (first["status"], first["step"]) == ("running", 1)
         assert (second["status"], second["step"]) == ("running", 2)
+
+    def test_a_deleted_run_leaves_the_table_and_its_pages_answer_404(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        train(serve_dir, "kept", range(1, 3))
+        gone = train(serve_dir, "gone", range(1, 3))
+        assert len(client.json("/api/runs")) == 2
+
+        gone.unlink()
+        rows = client.json("/api/runs")
+        answers = [
+            client.request(path)[0]
+            for path in ("/api/run?run=gone", "/api/series?run=gone", "/api/diff?a=kept&b=gone")
+        ]
+
+        assert [row["run"] for row in rows] == ["kept"]
+        assert answers == [404, 404, 404]
+        assert client.json("/api/run?run=kept")["row"]["status"] == "ok"
+
+    def test_a_replaced_log_shows_the_new_run_only(self, serve_dir: Path, client: Client) -> None:
+        path = train(serve_dir, "r", range(1, 26))
+        assert client.json("/api/runs")[0]["step"] == 25
+
+        path.unlink()
+        train(serve_dir, "r", range(1, 21))
+        detail = client.json("/api/run?run=r")
+        series = client.json("/api/series?run=r")["series"]
+
+        (loss,) = [s for s in series if s["field"] == "loss"]
+        assert (detail["row"]["attempts"], detail["row"]["step"]) == (1, 20)
+        assert len(detail["attempts"]) == 1
+        assert loss["count"] == 20
 
     def test_nan_values_are_named_in_the_table(self, serve_dir: Path, client: Client) -> None:
         write(
@@ -182,6 +218,59 @@ class TestRunPage:
         assert (status, headers["Content-Type"], body) == (200, "image/png", png_bytes())
 
 
+class TestArtifactDownloads:
+    SIZE = 128 << 20
+
+    @pytest.fixture(name="checkpoint")
+    def _checkpoint(self, serve_dir: Path) -> Path:
+        path = serve_dir / "ckpt.bin"
+        with open(path, "wb") as stream:  # sparse: costs no disk
+            stream.truncate(self.SIZE - 3)
+            stream.seek(self.SIZE - 3)
+            stream.write(b"end")
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="ckpt", path="ckpt.bin"))
+        return path
+
+    def test_head_answers_the_size_from_stat_without_reading_the_file(
+        self, checkpoint: Path, client: Client
+    ) -> None:
+        client.json("/api/runs")  # the run's records are read before the measure
+        tracemalloc.start()
+        try:
+            status, headers, body = client.request(
+                "/api/artifact?run=r&path=ckpt.bin", method="HEAD"
+            )
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+        assert (status, int(headers["Content-Length"]), body) == (200, self.SIZE, b"")
+        assert peak < 4 << 20
+
+    def test_get_sends_the_file_in_blocks_of_bounded_memory(
+        self, checkpoint: Path, client: Client
+    ) -> None:
+        client.json("/api/runs")
+        connection = http.client.HTTPConnection(client.host, client.port, timeout=30)
+        tracemalloc.start()
+        try:
+            connection.request("GET", "/api/artifact?run=r&path=ckpt.bin")
+            answer = connection.getresponse()
+            received, last = 0, b""
+            while block := answer.read(1 << 16):
+                received += len(block)
+                last = block
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            connection.close()
+
+        assert (answer.status, int(answer.getheader("Content-Length", "0"))) == (200, self.SIZE)
+        assert received == self.SIZE
+        assert last.endswith(b"end")
+        assert peak < 4 << 20
+
+
 class TestDiff:
     def test_config_changes_and_the_first_step_where_a_metric_parts(
         self, serve_dir: Path, client: Client
@@ -213,6 +302,60 @@ class TestDiff:
 
         assert served == printed
         assert [(m["step"], m["a"], m["b"]) for m in served["metrics"]] == [(2, 1.0, "Infinity")]
+
+
+class TestBadInput:
+    @pytest.mark.parametrize("rank", ["nan", "inf", "-inf", "1.5", "one"])
+    def test_a_rank_that_is_no_whole_number_is_400(
+        self, serve_dir: Path, client: Client, rank: str
+    ) -> None:
+        train(serve_dir, "r", range(1, 3))
+
+        status, _, body = client.request(f"/api/series?run=r&rank={rank}")
+
+        assert status == 400
+        assert "?rank= must be a whole number" in json.loads(body)["error"]
+
+    def test_a_nul_byte_in_an_artifact_path_is_400(self, serve_dir: Path, client: Client) -> None:
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="x", path="x\x00y.png"))
+
+        status, _, body = client.request("/api/artifact?run=r&path=x%00y.png")
+
+        assert status == 400
+        assert "NUL" in json.loads(body)["error"]
+
+    def test_a_tolerance_that_diff_refuses_is_400_with_its_message(
+        self, serve_dir: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        train(serve_dir, "a", range(1, 3))
+
+        def refuse(*args: object, **options: object) -> None:
+            raise ValueError("atol must be a finite number >= 0, got -inf")
+
+        monkeypatch.setattr("runlines.reading.diff", refuse)
+        status, _, body = client.request("/api/diff?a=a&b=a&atol=-inf")
+
+        assert status == 400
+        assert "atol must be a finite number >= 0" in json.loads(body)["error"]
+
+    def test_a_run_deleted_while_its_diff_is_read_is_404(
+        self, serve_dir: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from runlines import reading
+
+        train(serve_dir, "a", range(1, 3))
+        gone = train(serve_dir, "b", range(1, 3))
+        real = reading.diff
+
+        def delete_then_diff(*args: Any, **options: Any) -> Any:
+            gone.unlink()
+            return real(*args, **options)
+
+        monkeypatch.setattr("runlines.reading.diff", delete_then_diff)
+        status, _, body = client.request("/api/diff?a=a&b=b")
+
+        assert status == 404
+        assert "run 'b' was deleted" in json.loads(body)["error"]
 
 
 class TestSafety:
@@ -284,6 +427,22 @@ class TestSafety:
         assert status == 403
         assert "127.0.0.1" in json.loads(body)["error"]
 
+    def test_any_loopback_address_serves_the_url_it_prints(self, serve_dir: Path) -> None:
+        train(serve_dir, "r", range(1, 3))
+        with Server(serve_dir, host="127.0.0.2", port=0) as server:
+            status, _, _ = Client(server).request("/api/runs")
+
+        assert server.url.startswith("http://127.0.0.2:")
+        assert status == 200
+
+    def test_a_refused_host_is_told_the_address_the_server_listens_on(
+        self, server: Server, client: Client
+    ) -> None:
+        status, _, body = client.request("/api/runs", headers={"Host": "localhost.evil.example"})
+
+        assert status == 403
+        assert server.url.removesuffix("/") in json.loads(body)["error"]
+
     def test_off_loopback_every_request_needs_the_token_from_the_url(self, serve_dir: Path) -> None:
         train(serve_dir, "r", range(1, 3))
         with Server(serve_dir, host="0.0.0.0", port=0) as server:
@@ -308,6 +467,86 @@ class TestSafety:
         assert server.token is None
         assert server.url.startswith("http://127.0.0.1:")
         assert "token" not in server.url
+
+
+_LOW_DESCRIPTOR_SERVER = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
+from runlines.serve import Server
+with Server(sys.argv[1], host="0.0.0.0", port=0, token="secret") as server:
+    print(server.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+class TestConnections:
+    def test_silent_sockets_never_lock_out_the_token_holder(self, serve_dir: Path) -> None:
+        """More silent sockets than the server has descriptors; then a real request."""
+        import socket
+        import subprocess
+        import sys
+
+        train(serve_dir, "r", range(1, 3))
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+        with subprocess.Popen(
+            [sys.executable, "-c", _LOW_DESCRIPTOR_SERVER, str(serve_dir)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        ) as process:
+            assert process.stdout is not None
+            assert process.stdin is not None
+            port = int(process.stdout.readline().rsplit(":", 1)[1].split("/")[0])
+            silent = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(300)]
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                connection.request("GET", "/api/runs", headers={"X-Runlines-Token": "secret"})
+                answer = connection.getresponse()
+                rows = json.loads(answer.read())
+                connection.close()
+            finally:
+                for sock in silent:
+                    sock.close()
+                process.stdin.close()
+
+        assert answer.status == 200
+        assert [row["run"] for row in rows] == ["r"]
+
+    def test_a_silent_connection_is_closed_after_the_idle_timeout(
+        self, server: Server, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        import socket
+
+        monkeypatch.setattr(DashboardServer, "idle_timeout_s", 0.2)
+
+        with socket.create_connection((client.host, client.port), timeout=10) as silent:
+            closed = silent.recv(1)  # waits for the server, at most the 10 s above
+
+        assert closed == b""
+
+    def test_past_the_cap_with_every_connection_answering_a_new_one_gets_503(
+        self, serve_dir: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        checkpoint = serve_dir / "ckpt.bin"
+        with open(checkpoint, "wb") as stream:
+            stream.truncate(256 << 20)  # more than the socket buffers hold: sending blocks
+        write(serve_dir / "r.jsonl", line("artifact", "r", name="ckpt", path="ckpt.bin"))
+        client.json("/api/runs")
+        monkeypatch.setattr(DashboardServer, "max_connections", 2)
+        busy = [http.client.HTTPConnection(client.host, client.port, timeout=10) for _ in range(2)]
+        try:
+            for connection in busy:  # answered, never read: both stay busy sending
+                connection.request("GET", "/api/artifact?run=r&path=ckpt.bin")
+                assert connection.getresponse().status == 200
+
+            status, headers, body = client.request("/api/runs")
+        finally:
+            for connection in busy:
+                connection.close()
+
+        assert (status, headers["Retry-After"]) == (503, "1")
+        assert "too many connections" in json.loads(body)["error"]
 
 
 class TestPackage:

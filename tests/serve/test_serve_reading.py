@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from _logs import line, write
+from _logs import T0, line, train, write
 from runlines.serve._runs import RunStore
 from runlines.serve._series import MAX_BUCKETS, Series
 from runlines.serve._tail import LogTail
@@ -74,6 +74,38 @@ class TestLogTail:
         records = list(tail.poll())
 
         assert [r["step"] for r in records] == [0]
+
+    def test_a_log_rewritten_in_place_with_more_bytes_is_read_again_from_its_start(
+        self, tmp_path: Path
+    ) -> None:
+        start = line("run_start", "r", attempt=1)
+        path = write(
+            tmp_path / "r.jsonl", start, *(line("train_step", "old", step=i) for i in range(5))
+        )
+        tail = LogTail(path)
+        list(tail.poll())
+        inode = path.stat().st_ino
+
+        path.write_bytes(start + b"".join(line("train_step", "new", step=i) for i in range(10)))
+        records = list(tail.poll())
+
+        assert path.stat().st_ino == inode  # the same file, grown: no stat tells it apart
+        assert [(r["run"], r.get("step")) for r in records] == [("r", None)] + [
+            ("new", i) for i in range(10)
+        ]
+        assert tail.records == 11
+
+    def test_a_deleted_log_is_gone_and_nothing_is_behind(self, tmp_path: Path) -> None:
+        path = write(tmp_path / "r.jsonl", *(line("train_step", step=i) for i in range(100)))
+        tail = LogTail(path)
+        next(iter(tail.poll(max_bytes=100)))
+
+        path.unlink()
+        behind = tail.behind()
+
+        assert (behind, tail.gone) == (0, True)
+        assert tail.size == tail.offset + tail.pending_bytes
+        assert list(tail.poll()) == []
 
     def test_non_finite_values_are_restored(self, tmp_path: Path) -> None:
         path = write(tmp_path / "r.jsonl", line("train_step", step=1, loss=float("-inf")))
@@ -245,3 +277,68 @@ class TestStore:
 
         assert store.runs["r"].row(now=0.0)["step"] == 2
         assert store.runs["r"].progress()["torn_lines"] == 0
+
+    def test_a_run_deleted_while_its_history_is_read_leaves_the_table(self, tmp_path: Path) -> None:
+        gone = write(tmp_path / "gone.jsonl", *(line("train_step", step=i) for i in range(1000)))
+        write(tmp_path / "kept.jsonl", line("train_step", step=1))
+        store = RunStore([tmp_path], clock=lambda: 0.0)  # no new look for logs unless forced
+        store.catch_up(10_000)  # a part of gone's history
+        assert store.runs["gone"].progress()["reading"]
+
+        gone.unlink()
+        store.refresh(max_bytes=1 << 20, skip_behind=True)  # as a request does
+        rows = [run.row(now=0.0) for run in store.runs.values()]
+
+        assert [row["run"] for row in rows] == ["kept"]
+
+    def test_a_row_whose_log_vanished_since_the_last_look_still_has_a_status(
+        self, tmp_path: Path
+    ) -> None:
+        gone = write(tmp_path / "gone.jsonl", *(line("train_step", step=i) for i in range(1000)))
+        store = RunStore([tmp_path])
+        store.catch_up(10_000)
+        run = store.runs["gone"]
+
+        gone.unlink()
+        row = run.row(now=0.0)
+
+        assert row["status"] == "died"
+
+    def test_a_replaced_log_starts_the_run_over(self, tmp_path: Path) -> None:
+        path = train(tmp_path, "r", range(1, 26))
+        store = RunStore([tmp_path])
+        store.refresh()
+        version = store.runs["r"].version
+
+        path.unlink()
+        train(tmp_path, "r", range(1, 21))
+        store.refresh()
+        run = store.runs["r"]
+
+        assert run.row(now=0.0)["attempts"] == 1
+        assert run.row(now=0.0)["step"] == 20
+        assert len(run.attempts) == 1
+        assert run.files[0].series[("train_step", "loss")].points()["count"] == 20
+        assert run.progress()["records"] == path.read_bytes().count(b"\n")
+        assert run.version > version
+
+    def test_a_log_rewritten_in_place_starts_the_run_over(self, tmp_path: Path) -> None:
+        path = write(
+            tmp_path / "r.jsonl",
+            line("run_start", "r", attempt=1),
+            *(line("train_step", "r", step=i, loss=1.0) for i in range(1, 6)),
+        )
+        store = RunStore([tmp_path])
+        store.refresh()
+
+        path.write_bytes(
+            line("run_start", "r", T0 + 60, attempt=1)
+            + b"".join(line("train_step", "r", T0 + 60, step=i, loss=2.0) for i in range(1, 11))
+        )
+        store.refresh()
+        run = store.runs["r"]
+
+        points = run.files[0].series[("train_step", "loss")].points()
+        assert (points["count"], set(points["y"])) == (10, {2.0})
+        assert len(run.attempts) == 1
+        assert run.started_ts == T0 + 60

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import datetime
 import hmac
+import ipaddress
 import json
 import mimetypes
+import os
+import socket
+import threading
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,10 +33,13 @@ _STATIC_FILES: Final = (
     "vendor/LICENSE",
 )
 REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
+SEND_BLOCK_BYTES: Final = 64 << 10  # a file is sent in blocks: memory stays bounded
+MAX_CONNECTIONS: Final = 64  # open at once, well below any limit on descriptors
+IDLE_TIMEOUT_S: Final = 5.0  # a connection silent this long (no request, or not reading) ends
 DIFF_RTOL: Final = 1e-5  # runlines.diff's defaults
 DIFF_ATOL: Final = 1e-8
 _IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
-_LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+_LOOPBACK_NAMES: Final = frozenset({"localhost"})  # and any loopback address
 _CSP: Final = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
     "script-src 'self'; connect-src 'self'; frame-ancestors 'none'"
@@ -63,13 +70,78 @@ def _iso(value: Any) -> Any:
 
 
 class DashboardServer(ThreadingHTTPServer):
-    """A threading HTTP server that knows its runs and, off loopback, its token."""
+    """A threading HTTP server that knows its runs and, off loopback, its token.
+
+    It holds at most `max_connections` open. A new one beyond them takes the place of the
+    oldest that is waiting for a request (a silent or idle connection); when every one is
+    answering, the new one gets 503. A connection silent for `idle_timeout_s` is closed.
+    So silent sockets never use up the descriptors, nor lock out the token holder.
+    """
 
     daemon_threads = True
+    request_queue_size = 128  # a burst of connections waits in the kernel, not refused
+    max_connections = MAX_CONNECTIONS
+    idle_timeout_s = IDLE_TIMEOUT_S
     store: RunStore
     token: str | None
     loopback: bool
     clock: Callable[[], float]
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._guard = threading.Lock()
+        # The open connections, oldest first: True while one waits for a request's head
+        self._open: dict[socket.socket, bool] = {}
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if self._admit(request):
+            super().process_request(request, client_address)
+        else:
+            _refuse_busy(request)
+            self.shutdown_request(request)
+
+    def _admit(self, connection: socket.socket) -> bool:
+        with self._guard:
+            if len(self._open) >= self.max_connections:
+                waiting = next((c for c, idle in self._open.items() if idle), None)
+                if waiting is None:
+                    return False
+                del self._open[waiting]
+                _hang_up(waiting)  # its thread wakes from its read and closes it
+            self._open[connection] = True
+            return True
+
+    def mark_waiting(self, connection: socket.socket, *, waiting: bool) -> None:
+        """Say whether *connection* waits for a request's head (and may give its place)."""
+        with self._guard:
+            if connection in self._open:
+                self._open[connection] = waiting
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._guard:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
+
+
+def _hang_up(connection: socket.socket) -> None:
+    try:
+        connection.shutdown(socket.SHUT_RDWR)
+    except OSError:  # closed by its peer meanwhile
+        pass
+
+
+def _refuse_busy(connection: socket.socket) -> None:
+    """Answer 503 on the accepting thread, without waiting for the request."""
+    body = dumps({"error": "the dashboard is busy: too many connections; retry", "status": 503})
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        connection.settimeout(0)  # a full send buffer must not stop the accepting thread
+        connection.send(head.encode() + body)
+    except OSError:
+        pass
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -80,6 +152,19 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Keep the terminal quiet: one line per request would drown the URL."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.idle_timeout_s)  # per read and write
+
+    def handle_one_request(self) -> None:
+        self.server.mark_waiting(self.connection, waiting=True)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        parsed = super().parse_request()
+        self.server.mark_waiting(self.connection, waiting=False)  # its head is read: answering
+        return parsed
 
     def do_GET(self) -> None:
         self._answer(head=False)
@@ -117,8 +202,12 @@ class Handler(BaseHTTPRequestHandler):
             return
         host = self.headers.get("Host", "")
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        if name not in _LOOPBACK_NAMES:
-            msg = f"Host {host!r} is not this machine; open http://127.0.0.1 instead"
+        # A name that DNS answers could lead here from another site; an address cannot
+        if name not in _LOOPBACK_NAMES and not _is_loopback_address(name):
+            bound, port = self.server.server_address[:2]
+            listening = bound.decode() if isinstance(bound, bytes) else str(bound)
+            shown = f"[{listening}]" if ":" in listening else listening
+            msg = f"Host {host!r} is not this machine; open http://{shown}:{port} instead"
             raise ApiError(HTTPStatus.FORBIDDEN, msg)
 
     def _check_token(self, query: Mapping[str, str]) -> None:
@@ -130,7 +219,9 @@ class Handler(BaseHTTPRequestHandler):
             msg = "missing or wrong token; open the URL with ?token= that `runlines serve` printed"
             raise ApiError(HTTPStatus.UNAUTHORIZED, msg)
 
-    def _route(self, path: str, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+    def _route(
+        self, path: str, query: Mapping[str, str]
+    ) -> tuple[bytes | Path, str, dict[str, str]]:
         if path in ("/", "/index.html"):
             return _static("index.html"), "text/html; charset=utf-8", {}
         if path.startswith("/static/"):
@@ -159,12 +250,16 @@ class Handler(BaseHTTPRequestHandler):
             value = api(store, query, self.server.clock())
         return dumps(value), "application/json", {"Cache-Control": "no-store"}
 
-    def _artifact(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+    def _artifact(self, query: Mapping[str, str]) -> tuple[Path, str, dict[str, str]]:
+        """Answer an artifact file the run registered: sent in blocks, never read whole."""
         store = self.server.store
         with store.serving():
             store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             run = _run(store, query)
             wanted = _param(query, "path")
+            if "\x00" in wanted:
+                msg = f"?path= holds a NUL byte, which no file name has: {wanted!r}"
+                raise ApiError(HTTPStatus.BAD_REQUEST, msg)
             known = {a.get("path") for a in run.artifacts if isinstance(a.get("path"), str)}
         if wanted not in known:  # only files the run's own artifact records name
             msg = f"run {run.label!r} has no artifact {wanted!r}; see /api/run?run=..."
@@ -178,7 +273,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind is None:
             kind = "application/octet-stream"
             headers["Content-Disposition"] = f'attachment; filename="{Path(wanted).name}"'
-        return target.read_bytes(), kind, headers
+        return target, kind, headers
 
     def _diff(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
         """Answer `runlines.diff` of two runs, read outside the store's lock.
@@ -195,28 +290,31 @@ class Handler(BaseHTTPRequestHandler):
         rtol, atol = _float(query, "rtol", DIFF_RTOL), _float(query, "atol", DIFF_ATOL)
         try:
             found = diff(a.path, b.path, rtol=rtol, atol=atol)
-        except (ReadError, ImportError) as err:
+        except ReadError as err:
+            gone = [run.label for run in (a, b) if not run.path.is_file()]
+            if not gone:
+                raise ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, str(err)) from err
+            msg = f"run {gone[0]!r} was deleted; GET /api/runs lists the runs"
+            raise ApiError(HTTPStatus.NOT_FOUND, msg) from err
+        except ValueError as err:  # a tolerance diff refuses (negative, NaN)
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{err}; see ?rtol= and ?atol=") from err
+        except ImportError as err:
             raise ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, str(err)) from err
         return dumps(found.to_dict()), "application/json", {"Cache-Control": "no-store"}
 
     def _send(
         self,
         status: HTTPStatus,
-        body: bytes,
+        body: bytes | Path,
         kind: str,
         extra: Mapping[str, str],
         *,
         head: bool = False,
     ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("Content-Security-Policy", _CSP)
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.end_headers()
+        if isinstance(body, Path):
+            self._send_file(body, kind, extra, head=head)
+            return
+        self._send_head(status, kind, len(body), extra)
         if head:
             return
         try:
@@ -224,12 +322,56 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the page went away mid-answer
             self.close_connection = True
 
+    def _send_head(
+        self, status: HTTPStatus, kind: str, length: int, extra: Mapping[str, str]
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(length))
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        self.send_header("Content-Security-Policy", _CSP)
+        for name, value in extra.items():
+            self.send_header(name, value)
+        self.end_headers()
+
+    def _send_file(self, path: Path, kind: str, extra: Mapping[str, str], *, head: bool) -> None:
+        """Send *path* in blocks of `SEND_BLOCK_BYTES`; HEAD only stats it."""
+        try:
+            if head:
+                self._send_head(HTTPStatus.OK, kind, path.stat().st_size, extra)
+                return
+            stream = open(path, "rb")  # noqa: SIM115 (closed by the with below: only open is tried)
+        except OSError as err:  # gone since it was checked
+            message = f"artifact {path.name!r} cannot be read ({err.strerror}); it may be gone"
+            self._send_error(ApiError(HTTPStatus.NOT_FOUND, message), head=head)
+            return
+        with stream:
+            length = os.fstat(stream.fileno()).st_size  # what this answer promises: no more
+            self._send_head(HTTPStatus.OK, kind, length, extra)
+            try:
+                while length > 0 and (block := stream.read(min(length, SEND_BLOCK_BYTES))):
+                    self.wfile.write(block)
+                    length -= len(block)
+            except (BrokenPipeError, ConnectionResetError):  # the page went away mid-answer
+                self.close_connection = True
+            if length > 0:  # the file shrank: the answer is short, the connection ends
+                self.close_connection = True
+
     def _send_error(
         self, err: ApiError, *, head: bool = False, extra: Mapping[str, str] | None = None
     ) -> None:
         body = dumps({"error": str(err), "status": int(err.status)})
         headers = {"Cache-Control": "no-store", **(extra or {})}
         self._send(err.status, body, "application/json", headers, head=head)
+
+
+def _is_loopback_address(name: str) -> bool:
+    """Return whether *name* is an address of this machine (127.0.0.0/8, ::1), not a name."""
+    try:
+        return ipaddress.ip_address(name.removeprefix("[").removesuffix("]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _param(query: Mapping[str, str], name: str) -> str:
@@ -256,6 +398,14 @@ def _float(query: Mapping[str, str], name: str, default: float) -> float:
         raise ApiError(HTTPStatus.BAD_REQUEST, msg) from None
 
 
+def _int(query: Mapping[str, str], name: str, default: int) -> int:
+    try:
+        return int(query.get(name, default))
+    except ValueError:
+        msg = f"?{name}= must be a whole number, got {query[name]!r}"
+        raise ApiError(HTTPStatus.BAD_REQUEST, msg) from None
+
+
 def _runs(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     return [jsonable(run.row(now)) for run in store.runs.values()]
 
@@ -268,7 +418,7 @@ def _progress(store: RunStore, query: Mapping[str, str], now: float) -> Any:
 
 def _series(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     run = _run(store, query)
-    rank = int(_float(query, "rank", 0))
+    rank = _int(query, "rank", 0)
     if rank not in run.files:
         msg = f"run {run.label!r} has no rank {rank}; it has {sorted(run.files)}"
         raise ApiError(HTTPStatus.NOT_FOUND, msg)

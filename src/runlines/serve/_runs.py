@@ -57,6 +57,10 @@ class _File:
     spans: dict[str, list[float]] = field(default_factory=dict)  # name: [count, total, max]
     copy_looked: bool = False  # whether its Parquet copy was looked for: once, before reading
 
+    def forget(self) -> None:
+        """Drop what was taken of the file: it is read again from its start."""
+        self.series, self.spans, self.last_step = {}, {}, 0
+
     def take(self, record: Mapping[str, Any]) -> None:
         event = record.get("event")
         # runlines' own records are no curves (as in runs()), but for spans: a line per name
@@ -112,8 +116,14 @@ class RunState:
     def __init__(self, label: str, path: Path) -> None:
         self.label = label
         self.path = path
-        self.summary = RunSummary(path, label=label)
-        self.files: dict[int, _File] = {0: _File(0, LogTail(path))}
+        self.files: dict[int, _File] = {0: self._file(0, path)}
+        self.version = 0  # records taken, over all files, and restarts: a client's "since"
+        self.problems: list[str] = []  # what the page should say: a copy not used, and why
+        self._forget_main()
+
+    def _forget_main(self) -> None:
+        """Start the run's own state over: nothing of its main log is taken yet."""
+        self.summary = RunSummary(self.path, label=self.label)
         self.attempts: list[dict[str, Any]] = []
         self.artifacts: list[dict[str, Any]] = []
         self.signals: list[dict[str, Any]] = []
@@ -121,13 +131,21 @@ class RunState:
         self.environment: dict[str, Any] = {}
         self.started_ts: float | None = None
         self.last_ts: float | None = None
-        self.version = 0  # records taken, over all files: a client's "since"
-        self.problems: list[str] = []  # what the page should say: a copy not used, and why
         self._tail_summary: tuple[int, RunSummary] | None = None  # (size, of the last records)
+
+    def _file(self, rank: int, path: Path) -> _File:
+        return _File(rank, LogTail(path, on_restart=lambda: self._restarted(rank)))
+
+    def _restarted(self, rank: int) -> None:
+        """Drop what file *rank* gave before it was replaced, truncated or rewritten."""
+        self.files[rank].forget()
+        if rank == 0:
+            self._forget_main()
+        self.version += 1  # a page that asks "since" the old version gets the new series
 
     def add_rank(self, rank: int, path: Path) -> None:
         if rank not in self.files:
-            self.files[rank] = _File(rank, LogTail(path))
+            self.files[rank] = self._file(rank, path)
 
     @property
     def bytes_read(self) -> int:
@@ -211,6 +229,15 @@ class RunState:
         elif event == "signal":
             self.signals.append(record)
 
+    def is_gone(self) -> bool:
+        """Return whether the run's log was missing at the last look: deleted or moved away."""
+        return self.files[0].tail.gone
+
+    def forget_gone_ranks(self) -> None:
+        """Drop the rank files that were missing at the last look."""
+        for rank in [rank for rank, log in self.files.items() if rank and log.tail.gone]:
+            del self.files[rank]
+
     def is_ended(self) -> bool:
         return bool(self.attempts) and self.attempts[-1]["end"] is not None
 
@@ -252,7 +279,11 @@ class RunState:
         size = self.files[0].tail.size
         if self._tail_summary is None or self._tail_summary[0] != size:
             summary = RunSummary(self.path, label=self.label)
-            for record in last_records(self.path, max_bytes=_TAIL_BYTES):
+            try:
+                records = last_records(self.path, max_bytes=_TAIL_BYTES)
+            except (OSError, ReadError):  # deleted since the last look: the store drops the run
+                records = []
+            for record in records:
                 summary.add(record)
             self._tail_summary = (size, summary)
         return self._tail_summary[1].status(alive=alive, now=now)
@@ -314,9 +345,21 @@ class RunStore:
         """
         self._discover_if_due(force=force or (run is not None and run not in self.runs))
         chosen = self.runs.values() if run is None else [self.runs[run]] if run in self.runs else []
-        for state in chosen:
+        for state in list(chosen):
             if not skip_behind or max_bytes is None or state.behind() <= max_bytes:
                 state.refresh(max_bytes)
+        self._forget_gone()
+
+    def _forget_gone(self) -> None:
+        """Drop the runs whose log was missing at the last look, and their missing ranks.
+
+        A log that comes back (a run started again under its name) is a new run.
+        """
+        for label, state in list(self.runs.items()):
+            if state.is_gone():
+                del self.runs[label]
+            else:
+                state.forget_gone_ranks()
 
     def catch_up(self, max_bytes: int) -> int:
         """Read up to *max_bytes* of each file, a run at a time; return the bytes read.
@@ -333,7 +376,9 @@ class RunStore:
         for label in labels:
             self._no_requests.wait()
             with self._lock:
-                run = self.runs[label]
+                run = self.runs.get(label)
+                if run is None:  # its log was deleted: a request dropped it meanwhile
+                    continue
                 looking = run.copies_to_look_for()
             # a copy is read outside the lock: requests go on meanwhile
             found = [(rank, *read_history(path, label=label)) for rank, path in looking]
@@ -344,6 +389,7 @@ class RunStore:
                 before = run.bytes_read
                 run.refresh(max_bytes)
                 read += run.bytes_read - before
+                self._forget_gone()
         return read
 
     def _discover_if_due(self, *, force: bool = False) -> None:
@@ -356,6 +402,10 @@ class RunStore:
     def _discover(self) -> None:
         found = sorted(set(self._logs()))
         labels = _labels([path for path, rank in found if rank is None], self._common_root())
+        present = {path for path, _ in found}
+        for label, run in list(self.runs.items()):
+            if run.path not in present:  # deleted, or moved out of the sources
+                del self.runs[label]
         by_path = {run.path: run for run in self.runs.values()}
         for path, label in labels.items():
             if path not in by_path:
@@ -393,7 +443,7 @@ def is_inside(path: Path, root: Path) -> bool:
     """Return whether *path*, symlinks resolved, is *root* or lies under it."""
     try:
         resolved = path.resolve(strict=True)
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # missing, a loop, a NUL byte
         return False
     return resolved == root.resolve() or resolved.is_relative_to(root.resolve())
 

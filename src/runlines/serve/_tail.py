@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from runlines.reading import decode_line
 
 _CHUNK_BYTES: Final = 1 << 20
+_MARK_BYTES: Final = 64  # the first and the last bytes read: a file rewritten in place differs
 
 
 class LogTail:
@@ -17,18 +18,24 @@ class LogTail:
 
     A last line without its newline is held back as not yet written: a live writer is in the
     middle of it. A complete line that is not a JSON object (torn by a kill) is skipped and
-    counted.
+    counted. A file replaced, truncated or rewritten in place is read again from its start,
+    after *on_restart* is called: what was taken from the old file is the caller's to drop.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, on_restart: Callable[[], None] | None = None) -> None:
         self.path = path
         self.offset = 0  # bytes consumed: the start of the held-back fragment
         self.bytes_read = 0  # all bytes read from the file, over every poll
         self.torn_lines = 0
         self.records = 0
         self.size = 0  # the file's size at the last look
+        self.gone = False  # whether the file was missing at the last look
+        self._on_restart = on_restart
         self._fragment = b""
         self._identity: tuple[int, int] | None = None
+        # The first and the last bytes read: still there while the file only grows
+        self._head = b""
+        self._last = b""
 
     def start_at(self, offset: int, identity: tuple[int, int]) -> None:
         """Go on from *offset* of the file *identity* names: what is before it was read.
@@ -37,6 +44,13 @@ class LogTail:
         """
         self.offset = self.bytes_read = self.size = offset
         self._identity = identity
+        try:
+            with open(self.path, "rb") as stream:
+                self._head = stream.read(min(offset, _MARK_BYTES))
+                stream.seek(max(0, offset - _MARK_BYTES))
+                self._last = stream.read(min(offset, _MARK_BYTES))
+        except OSError:  # gone: the next look says so
+            self._head = self._last = b""
 
     @property
     def pending_bytes(self) -> int:
@@ -44,11 +58,17 @@ class LogTail:
         return len(self._fragment)
 
     def behind(self) -> int:
-        """Return the bytes not read yet, by a fresh stat; a replaced file starts over."""
+        """Return the bytes not read yet, by a fresh stat; a replaced file starts over.
+
+        A missing file (deleted, or rotated away) is `gone`: nothing is behind.
+        """
         try:
             stat = os.stat(self.path)
-        except OSError:  # gone for now: a rotated or deleted log keeps what was read
+        except OSError:
+            self.gone = True
+            self.size = self._end
             return 0
+        self.gone = False
         identity = (stat.st_dev, stat.st_ino)
         if identity != self._identity or stat.st_size < self._end:  # replaced or truncated
             self._restart(identity)
@@ -64,15 +84,44 @@ class LogTail:
 
         Reads at most *max_bytes* (all that was appended when None), in blocks.
         """
-        left = self.behind() if max_bytes is None else min(self.behind(), max_bytes)
+        left = self.behind()
         if left <= 0:
             return
-        with open(self.path, "rb") as stream:
+        stream = self._open()
+        if stream is None:
+            return
+        with stream:
+            if not self._still_read(stream):  # rewritten in place, with more bytes than read
+                self._restart(self._identity)
+                left = self.size
+            left = left if max_bytes is None else min(left, max_bytes)
             stream.seek(self._end)
             while left > 0 and (block := stream.read(min(left, _CHUNK_BYTES))):
                 left -= len(block)
                 self.bytes_read += len(block)
+                self._mark(block)
                 yield from self._lines(block)
+
+    def _open(self) -> IO[bytes] | None:
+        try:
+            return open(self.path, "rb")
+        except OSError:  # deleted since the stat
+            self.gone = True
+            self.size = self._end
+            return None
+
+    def _still_read(self, stream: IO[bytes]) -> bool:
+        """Return whether the file still holds the first and last bytes read of it."""
+        if not self._last:
+            return True
+        head = stream.read(len(self._head))
+        stream.seek(self._end - len(self._last))
+        return head == self._head and stream.read(len(self._last)) == self._last
+
+    def _mark(self, block: bytes) -> None:
+        if len(self._head) < _MARK_BYTES:
+            self._head += block[: _MARK_BYTES - len(self._head)]
+        self._last = (self._last + block[-_MARK_BYTES:])[-_MARK_BYTES:]
 
     def finished_fragment(self) -> dict[str, Any] | None:
         """Take the held-back last line as a record when it is one complete JSON object.
@@ -91,10 +140,14 @@ class LogTail:
         self.records += 1
         return record
 
-    def _restart(self, identity: tuple[int, int]) -> None:
+    def _restart(self, identity: tuple[int, int] | None) -> None:
+        """Read the file from its start; a file read before has its records forgotten."""
+        read_before = self._identity is not None
         self._identity = identity
-        self.offset = 0
-        self._fragment = b""
+        self.offset = self.records = self.torn_lines = 0
+        self._fragment = self._head = self._last = b""
+        if read_before and self._on_restart is not None:
+            self._on_restart()
 
     def _lines(self, block: bytes) -> Iterator[dict[str, Any]]:
         data = self._fragment + block if self._fragment else block
