@@ -8,8 +8,12 @@ from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 import pytest
+
+pytest.importorskip("lightning", reason="lightning is not installed: pip install lightning")
+pytest.importorskip("torch", reason="torch is not installed (no wheel for this Python?)")
+
+import lightning as L
 import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.utilities import rank_zero_only
