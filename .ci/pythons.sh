@@ -30,6 +30,16 @@ unmount_all() {
 }
 trap unmount_all EXIT
 
+# Mounts left under .ci/roots by a run that was killed: off first, or `rm -rf` of a root would
+# reach the host's /dev and certificates through them.
+mounted_under() { awk -v root="$1/" 'index($2, root) == 1 { print $2 }' /proc/self/mounts | sort -r; }
+while read -r stale; do umount -l "$stale" || true; done < <(mounted_under "$roots")
+if [[ -n $(mounted_under "$roots") ]]; then
+    echo "still mounted under $roots: unmount it, then run again" >&2
+    exit 1
+fi
+trap 'exit 130' INT TERM # through the EXIT trap: nothing stays mounted
+
 seconds() { echo $(($(date +%s) - $1)); }
 
 # bind SRC [read-only]: the host's SRC at the same path inside $root.
