@@ -17,6 +17,7 @@ from filelock import FileLock
 from freezegun import freeze_time
 
 from _logs import T0, line, raw, refuse_to_open, train, write
+from _optional import skip_without
 from runlines import Run, cli
 from runlines._version import __version__
 from runlines.cli import follow, main
@@ -698,6 +699,7 @@ class TestCompare:
 
 class TestPlot:
     def test_writes_a_png(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        skip_without("matplotlib")
         train(run_dir, "a", range(1, 20))
         train(run_dir, "b", range(1, 15))
         target = run_dir / "loss.png"

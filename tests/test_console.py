@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from _optional import skip_without
 from _watching_fakes import FakeClock
 from runlines import Run
 from runlines._console import ConsoleOptions, TrainingConsole
@@ -170,6 +171,7 @@ def test_a_tqdm_bar_on_the_same_terminal_is_never_torn(
     import struct
     import termios
 
+    skip_without("tqdm")
     import tqdm
 
     master, slave = os.openpty()
@@ -229,6 +231,7 @@ def _pty(monkeypatch: pytest.MonkeyPatch) -> tuple[int, Any]:
 
 def test_a_rich_progress_display_is_never_torn(monkeypatch: pytest.MonkeyPatch) -> None:
     """rich replaces sys.stdout while it shows progress; lines go through it, above the bar."""
+    skip_without("rich")
     from rich.console import Console
     from rich.progress import Progress
 

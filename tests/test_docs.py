@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from _optional import skip_without
 from runlines.errors import NonfiniteWarning
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,12 +17,16 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # Pages whose example run logs a NaN or an infinity on purpose: a user who copies it sees the
 # warning that says so, and so does the test.
 LOGS_NONFINITE = frozenset({"reading.md", "scale.md"})
+# Pages whose examples train with a framework.
+NEEDS = {"integrations.md": ("torch", "transformers")}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_python_examples_run(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    for framework in NEEDS.get(page.name, ()):
+        skip_without(framework)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"docs_{page.stem}"}
 

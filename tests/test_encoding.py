@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,6 +26,8 @@ from runlines._encoding import (
     format_console,
     restore_nonfinite,
 )
+
+NO_TORCH = "torch is not installed (no wheel for this Python?): pip install torch"
 
 
 def strict_loads(line: bytes) -> Any:
@@ -115,6 +116,7 @@ def test_numpy_scalars_and_small_arrays_encode_as_numbers() -> None:
 
 
 def test_torch_tensors_encode_as_numbers() -> None:
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
     record = {
         "loss": torch.tensor(0.25),
         "vec": torch.tensor([1.0, 2.0]),
@@ -127,12 +129,11 @@ def test_torch_tensors_encode_as_numbers() -> None:
     assert back == {"loss": 0.25, "vec": [1.0, 2.0], "half": 0.5, "bad": math.inf}
 
 
-@pytest.mark.parametrize(
-    "value",
-    [np.zeros(MAX_INLINE_ITEMS + 1), torch.zeros(MAX_INLINE_ITEMS + 1)],
-    ids=["numpy", "torch"],
-)
-def test_large_array_is_refused_pointing_to_artifact(value: Any) -> None:
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_large_array_is_refused_pointing_to_artifact(library: str) -> None:
+    zeros = np.zeros if library == "numpy" else pytest.importorskip("torch", reason=NO_TORCH).zeros
+    value = zeros(MAX_INLINE_ITEMS + 1)
+
     with pytest.raises(FieldError, match=r"too large to log inline.*run\.artifact"):
         encode_line({"event": "x", "preds": value})
 
@@ -286,6 +287,7 @@ def test_console_line_shortens_long_values() -> None:
 def test_torch_devices_and_dtypes_are_written_as_their_str_without_a_warning(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    torch = pytest.importorskip("torch", reason=NO_TORCH)
     if pure:
         monkeypatch.setattr("runlines._writer._CWriter", None)
     config = {"device": torch.device("cpu"), "dtype": torch.bfloat16, "np": np.dtype("int8")}

@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).parent / "reliability"))  # the reliabilit
 from _reliability import examples
 from test_hostile_logs import HOSTILE, _json_values
 
+from _optional import skip_without
+
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*skipped .* not a complete JSON object:runlines.RunlinesWarning",
     "ignore:.*skipped .* nested deeper than:runlines.RunlinesWarning",
@@ -175,6 +177,7 @@ def test_query_reads_the_reference_records(logs: Path) -> None:
 def _spark() -> Iterator[Any]:
     if shutil.which("java") is None and "JAVA_HOME" not in os.environ:
         pytest.skip("PySpark needs a Java runtime (java on PATH or JAVA_HOME); none is installed")
+    skip_without("pyspark")
     from pyspark.sql import SparkSession
 
     session = (

@@ -8,6 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytest.importorskip(
+    "matplotlib", reason="matplotlib is not installed: pip install 'runlines[plot]'"
+)
+
 from runlines._plotting import draw_metric, plot_metric
 
 

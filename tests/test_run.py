@@ -345,14 +345,14 @@ class TestSignals:
     def test_sigterm_chains_to_the_users_handler(self, run_dir: Path) -> None:
         child = run_child(
             f"""
-            import signal, sys
+            import os, signal, sys
             from runlines import Run
             def handler(signum, frame):
                 print("user handler", flush=True)
                 sys.exit(7)
             signal.signal(signal.SIGTERM, handler)
             with Run("r", {str(run_dir)!r}, stdout=False):
-                print("ready", flush=True)
+                os.write(1, b"ready\\n")  # not print(): the handler's print() may run inside it
                 sys.stdin.readline()
             """,
             stdin=subprocess.PIPE,

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from _optional import skip_without
 from runlines.sql import query
 from test_query import MEAN_LOSS, write_runs
 
@@ -27,6 +28,7 @@ pytestmark = [
 
 @pytest.fixture(name="spark", scope="module")
 def _spark() -> Iterator[Any]:
+    skip_without("pyspark")
     from pyspark.sql import SparkSession
 
     session = (

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import runlines._writer
 from _extensions import import_extension
+from _optional import skip_without
 from runlines import FieldError, Run, RunStateError
 from runlines.spans import Span
 
@@ -178,6 +179,7 @@ class TestSameBytes:
 
 
 def _tensor(value: float) -> Any:
+    skip_without("torch")
     import torch
 
     return torch.tensor(value)
@@ -489,6 +491,7 @@ class TestContract:
 
 def _workload(run: Run) -> None:
     """Two records or more of each key set: plain, strings, tensors, None, NaN, sampled, spans."""
+    skip_without("torch")
     import torch
 
     run.sample("batch", every=3)

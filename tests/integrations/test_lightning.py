@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("lightning")  # a core install without the frameworks skips, with the reason
+pytest.importorskip("lightning", reason="lightning is not installed: pip install lightning")
+pytest.importorskip("torch", reason="torch is not installed (no wheel for this Python?)")
 
 import lightning as L
 import torch

@@ -6,6 +6,10 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
+
+pytest.importorskip("torch", reason="torch is not installed (no wheel for this Python?)")
+
 import torch
 
 from runlines import Run

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from _optional import skip_without
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torchrun_train.py"
 STEPS = 12
 EVAL_EVERY = 6
@@ -27,6 +29,7 @@ LAUNCHES = 3
 @pytest.fixture(scope="module", name="launched")
 def _launched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """Run the example on 2 processes; return its log directory and the launcher's stdout."""
+    skip_without("torch")
     for _ in range(LAUNCHES):
         out = tmp_path_factory.mktemp("ddp")
         done = _launch(out)

@@ -14,8 +14,12 @@ import multiprocessing
 import os
 import sys
 import threading
+import warnings
 
 from runlines import Run
+
+# Python 3.12+ warns of fork() in a process with threads: forking while threads log is the test.
+warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
 
 JOIN_TIMEOUT_S = 60
 POOL_RECORDS = 300

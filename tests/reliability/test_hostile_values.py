@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import runlines
+from _optional import skip_without
 from runlines import FieldDriftWarning, FieldError, Run, RunlinesWarning
 from runlines.fields import RESERVED_FIELDS
 
@@ -368,6 +369,7 @@ class _BadRepr:
 
 
 def _hostile_objects() -> dict[str, Any]:
+    skip_without("torch")
     import torch
 
     with warnings.catch_warnings():
@@ -460,6 +462,7 @@ class _Gone:
 
 
 def _broken_values() -> dict[str, Any]:
+    skip_without("torch")
     import torch
 
     gone = _Gone()

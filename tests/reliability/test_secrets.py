@@ -23,6 +23,7 @@ import pytest
 from _secrets import KEYED, SECRET_KEYS, SHAPES, leaks, sentence
 
 import runlines
+from _optional import skip_without
 from runlines import FieldError, Run
 from runlines.cli import main
 
@@ -166,6 +167,7 @@ def test_redaction_off_is_the_only_way_a_secret_is_written(run_dir: Path) -> Non
 def test_log_and_artifact_files_follow_the_umask(
     tmp_path: Path, umask: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    skip_without("torch")
     import pandas as pd
     import torch
 

@@ -263,7 +263,9 @@ record_head(Writer *self, PyObject *event, Py_ssize_t more, int check_file)
         Py_DECREF(ts);
         return DECLINE;
     }
-#if PY_VERSION_HEX < 0x030D0000
+#if PY_VERSION_HEX < 0x030F0000
+    /* Private, but declared in cpython/dictobject.h of 3.11 to 3.14 (CI builds each); a later
+     * Python gets the public PyDict_New, which gives the same dict after a resize or two. */
     PyObject *record = _PyDict_NewPresized(more + 4); /* no resize while filling */
 #else
     PyObject *record = PyDict_New();
