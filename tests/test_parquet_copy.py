@@ -366,6 +366,60 @@ class TestSummaryFromColumns:
         assert frame.loc[0, "train.loss"] == pytest.approx(1 / 20)
 
 
+class TestDamage:
+    """A copy's own bytes are checked: a damaged or rewritten copy is not used, with a warning."""
+
+    def _read(self, log: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+        parquet._cache.clear()  # a fresh process: nothing verified yet
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            frames = runlines.load(log), runlines.runs(log)
+        return frames[0], frames[1], [str(w.message) for w in caught]
+
+    def test_no_byte_flipped_in_a_copy_changes_what_load_and_runs_give(
+        self, tmp_path: Path
+    ) -> None:
+        log = _train(tmp_path, compact=False)
+        plain, plain_runs, _ = self._read(log)
+        copy = write_copy(log)
+        assert copy is not None
+        good = copy.read_bytes()
+        footer = len(good) - 8 - int.from_bytes(good[-8:-4], "little")
+        places = sorted({*range(0, footer, 11), *range(footer, len(good), 7)})
+
+        for place in places:
+            damaged = bytearray(good)
+            damaged[place] ^= 0x01
+            copy.write_bytes(damaged)
+            frame, table, said = self._read(log)
+
+            pd.testing.assert_frame_equal(frame, plain, obj=f"load(), byte {place} flipped")
+            pd.testing.assert_frame_equal(table, plain_runs, obj=f"runs(), byte {place} flipped")
+            assert all("r.parquet is not used" in text for text in said), (place, said)
+
+    def test_a_copy_rewritten_by_pyarrow_with_its_footer_kept_is_not_used(
+        self, tmp_path: Path
+    ) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        log = _train(tmp_path, compact=True)
+        plain = runlines.load(log)
+        copy = tmp_path / "r.parquet"
+        table = pq.read_table(copy)
+        columns = [
+            pc.add(column, 1.0) if pa.types.is_floating(column.type) else column
+            for column in table.columns
+        ]
+        pq.write_table(pa.table(columns, schema=table.schema), copy)
+        parquet._cache.clear()
+
+        with pytest.warns(runlines.RunlinesWarning, match="r.parquet is not used: .*bytes"):
+            frame = runlines.load(log)
+
+        pd.testing.assert_frame_equal(frame, plain)
+
+
 def _loads_and_warnings(path: Path) -> list[tuple[Any, list[str]]]:
     """Return what each load() variant gives for *path* (a frame or an error's type), and the
     warnings it gave."""
@@ -538,7 +592,10 @@ class TestFooter:
         with copy.open("rb") as file:
             found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
 
-        assert found == {key: expected[key] for key in self._keys()}
+        assert found is not None
+        assert {key: value for key, (value, _) in found.items()} == {
+            key: expected[key] for key in self._keys()
+        }
         assert runlines.runs(path).loc[0, "step"] == 4
 
     def test_a_footer_too_long_for_the_first_read_is_read_whole(
@@ -551,7 +608,10 @@ class TestFooter:
         with copy.open("rb") as file:
             found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
 
-        assert found == {key: pq.read_metadata(copy).metadata[key] for key in self._keys()}
+        assert found is not None
+        assert {key: value for key, (value, _) in found.items()} == {
+            key: pq.read_metadata(copy).metadata[key] for key in self._keys()
+        }
 
     def test_a_footer_it_cannot_read_is_read_by_pyarrow(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -53,6 +53,11 @@ COPY_FORMAT: Final = 4  # bumped when the layout below changes: an older copy is
 _KEY: Final = b"runlines.copy"
 _PIECES_KEY: Final = b"runlines.pieces"
 _SUMMARY_KEY: Final = b"runlines.summary"
+# The copy's own bytes, in the footer alone (not in ARROW:schema): the sha256 of the whole file
+# with this value's file digest as zeros, and the sha256 of the three values above. A copy
+# damaged or rewritten by another tool no longer matches it, and is not used.
+_DIGEST_KEY: Final = b"runlines.digest"
+_DIGEST_PLACEHOLDER: Final = b"0" * 64
 _COVERS: Final = ("covers_bytes", "covers_lines", "sha256", "sample_sha256", "log_size",
                   "log_mtime_ns")  # fmt: skip
 _FOOTER_READ: Final = 16 << 10  # the end of a copy read at once: the footer of a small run
@@ -164,10 +169,15 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     )
     target = copy_path(log.path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    metadata = meta.as_metadata()
     try:
-        pq.write_table(
-            table.replace_schema_metadata(meta.as_metadata()), temporary, compression="zstd"
-        )
+        table = table.replace_schema_metadata(metadata)
+        with pq.ParquetWriter(temporary, table.schema, compression="zstd") as writer:
+            writer.write_table(table)
+            writer.add_key_value_metadata(
+                {_DIGEST_KEY: _digest_value(_DIGEST_PLACEHOLDER, metadata)}
+            )
+        _seal(temporary)
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
@@ -294,6 +304,69 @@ def _bookkeeping(pa: Any, pieces: list[_Piece]) -> dict[str, Any]:
     }
 
 
+def _meta_digest(values: dict[bytes, bytes]) -> str:
+    """Return the sha256 of the copy's three metadata values, each after its length."""
+    digest = hashlib.sha256()
+    for key in (_KEY, _PIECES_KEY, _SUMMARY_KEY):
+        digest.update(b"%d:" % len(values[key]))
+        digest.update(values[key])
+    return digest.hexdigest()
+
+
+def _digest_value(file_digest: bytes, values: dict[bytes, bytes]) -> bytes:
+    """Return the digest key's value: the file's digest first, at a fixed place in it."""
+    return b"file=" + file_digest + b";meta=" + _meta_digest(values).encode()
+
+
+def _seal(path: Path) -> None:
+    """Write the sha256 of the copy at *path* (its file digest as zeros) over the zeros."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        size = os.fstat(fd).st_size
+        at = _file_digest_at(fd, size)
+        if at is None:
+            msg = f"{path}: the digest pyarrow was given is not in its footer"
+            raise ValueError(msg)
+        os.pwrite(fd, _file_digest(fd, size, at).encode(), at)
+    finally:
+        os.close(fd)
+
+
+def _file_digest_at(fd: int, size: int) -> int | None:
+    """Return the offset in the file of the file digest in the footer, or None without one."""
+    found = _footer_values(fd, size, [_DIGEST_KEY])
+    if found is None:  # not where runlines puts it: find the value pyarrow reads
+        value = _pyarrow_metadata(fd).get(_DIGEST_KEY, b"")
+        length = int.from_bytes(os.pread(fd, 4, size - 8), "little")
+        footer_at = max(0, size - 8 - length)
+        place = os.pread(fd, size - footer_at, footer_at).rfind(value) if value else -1
+        found = {_DIGEST_KEY: (value, footer_at + place)} if place >= 0 else {}
+    if _DIGEST_KEY not in found:
+        return None
+    value, at = found[_DIGEST_KEY]
+    if not value.startswith(b"file=") or len(value) < 5 + 64:
+        return None
+    return at + 5
+
+
+def _file_digest(fd: int, size: int, at: int) -> str:
+    """Return the sha256 of open file *fd*'s bytes, the 64 from *at* taken as zeros."""
+    digest = hashlib.sha256()
+    start = 0
+    for end, skip in ((at, True), (size, False)):
+        while start < end:
+            chunk = os.pread(fd, min(_HASH_CHUNK, end - start), start)
+            if not chunk:
+                msg = "the copy is shorter than its footer says"
+                raise OSError(msg)
+            digest.update(chunk)
+            start += len(chunk)
+        if skip:
+            digest.update(_DIGEST_PLACEHOLDER)
+            start += len(_DIGEST_PLACEHOLDER)
+    return digest.hexdigest()
+
+
 def _sample_hash(head: bytes, tail: bytes) -> str:
     digest = hashlib.sha256(head)
     digest.update(tail)
@@ -342,7 +415,7 @@ def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
     """
     from runlines.reading._summary import RunSummary
 
-    found = _checked_copy(log, (_KEY, _SUMMARY_KEY))
+    found = _checked_copy(log, (_KEY, _SUMMARY_KEY), whole=False)
     if found is None:
         return None
     parts, _, log_size = found
@@ -378,7 +451,8 @@ def _add_tail(summary: RunSummary, path: Path, start: int, lines: int, skipped: 
 def _usable_copy(log: LogFile, *, stacklevel: int = 5) -> tuple[_Meta, Path] | None:
     """Return the copy of *log* and what it covers, when it matches the log; warn (at
     *stacklevel*, counted from `_checked_copy`) when not."""
-    found = _checked_copy(log, (_KEY, _PIECES_KEY, _SUMMARY_KEY), stacklevel=stacklevel)
+    keys = (_KEY, _PIECES_KEY, _SUMMARY_KEY)
+    found = _checked_copy(log, keys, whole=True, stacklevel=stacklevel)
     if found is None:
         return None
     parts, path, _ = found
@@ -388,14 +462,14 @@ def _usable_copy(log: LogFile, *, stacklevel: int = 5) -> tuple[_Meta, Path] | N
 
 
 def _checked_copy(
-    log: LogFile, keys: tuple[bytes, ...], *, stacklevel: int = 5
+    log: LogFile, keys: tuple[bytes, ...], *, whole: bool, stacklevel: int = 5
 ) -> tuple[dict[bytes, Any], Path, int] | None:
     """Return the copy's metadata *keys* (decoded), its path and the log's size, when the copy
     matches the log; None when it has none, or warn and return None when it does not match.
     """
     path = copy_path(log.path)
     try:
-        parts = _metadata(path, keys)
+        parts = _metadata(path, keys, whole=whole)
         if parts is None:
             return None
         reason, log_size = _mismatch(log.path, parts[_KEY])
@@ -413,15 +487,22 @@ def _checked_copy(
     return None
 
 
-# decoded metadata by copy: (path, size, mtime, inode) -> {key: value}
-_cache: dict[tuple[str, int, int, int], dict[bytes, Any]] = {}
+# decoded metadata by copy: (path, size, mtime, ctime, inode) -> {key: value}; under
+# _VERIFIED, that the whole file matched its digest (hashed once per process and copy)
+_cache: dict[tuple[str, int, int, int, int], dict[bytes, Any]] = {}
+_VERIFIED: Final = b""
+_RAW: Final = (_KEY, _PIECES_KEY, _SUMMARY_KEY, _DIGEST_KEY)
 
 
-def _metadata(path: Path, keys: tuple[bytes, ...]) -> dict[bytes, Any] | None:
+def _metadata(path: Path, keys: tuple[bytes, ...], *, whole: bool) -> dict[bytes, Any] | None:
     """Return the copy's metadata *keys*, decoded, or None when *path* is no regular file.
 
+    The metadata is checked against the digest in the footer; with *whole*, the whole file
+    is as well (what the columns' readers need; runs() reads the metadata alone).
+
     Raises:
-        ValueError: the file is no runlines copy of this format, or a key is missing.
+        ValueError: the file is no runlines copy of this format, a key is missing, or its
+            bytes are not those it was written with.
         OSError: it cannot be read.
     """
     try:
@@ -432,20 +513,45 @@ def _metadata(path: Path, keys: tuple[bytes, ...]) -> dict[bytes, Any] | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None
-        stamp = (str(path), info.st_size, info.st_mtime_ns, info.st_ino)
+        stamp = (str(path), info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
         known = _cache.get(stamp, {})
         wanted = [key for key in keys if key not in known]
         if wanted:
-            raw = _footer_values(fd, info.st_size, wanted)
-            if raw is None:  # not where Arrow puts it: ask pyarrow
-                raw = _pyarrow_metadata(fd)
-            known = {**known, **_decoded_parts(raw, wanted)}
-            if len(_cache) >= _CACHED:
-                _cache.pop(next(iter(_cache)))
-            _cache[stamp] = known
+            known = {**known, **_decoded_parts(_raw_values(fd, info.st_size), wanted)}
+        if whole and _VERIFIED not in known:
+            _verify_file(fd, info.st_size)
+            known = {**known, _VERIFIED: True}
+        if len(_cache) >= _CACHED and stamp not in _cache:
+            _cache.pop(next(iter(_cache)))
+        _cache[stamp] = known
     finally:
         os.close(fd)
     return {key: known[key] for key in keys}
+
+
+def _raw_values(fd: int, size: int) -> dict[bytes, bytes]:
+    """Return the copy's metadata values as stored, after checking them against its digest."""
+    found = _footer_values(fd, size, list(_RAW))
+    if found is None:  # not where runlines puts it: ask pyarrow
+        raw = _pyarrow_metadata(fd)
+    else:
+        raw = {key: value for key, (value, _) in found.items()}
+    _decoded_parts(raw, [])  # no copy, or one of another format, says so first
+    if any(key not in raw for key in _RAW):
+        msg = "it has no digest of its bytes"
+        raise ValueError(msg)
+    if not raw[_DIGEST_KEY].endswith(b";meta=" + _meta_digest(raw).encode()):
+        msg = "its metadata is not what it was written with (damaged, or edited)"
+        raise ValueError(msg)
+    return raw
+
+
+def _verify_file(fd: int, size: int) -> None:
+    """Raise ValueError unless the copy's bytes hash to the digest its footer holds."""
+    at = _file_digest_at(fd, size)
+    if at is None or os.pread(fd, 64, at) != _file_digest(fd, size, at).encode():
+        msg = "its bytes are not those it was written with (damaged, or rewritten by a tool)"
+        raise ValueError(msg)
 
 
 def _decoded_parts(raw: dict[bytes, bytes], keys: list[bytes]) -> dict[bytes, Any]:
@@ -470,8 +576,9 @@ def _loads(raw: bytes) -> Any:
     return json.loads(raw) if LONG_INT.search(raw) else value
 
 
-def _footer_values(fd: int, size: int, keys: list[bytes]) -> dict[bytes, bytes] | None:
-    """Return the values of *keys* in the Parquet footer of open file *fd*, or None.
+def _footer_values(fd: int, size: int, keys: list[bytes]) -> dict[bytes, tuple[bytes, int]] | None:
+    """Return the values of *keys* in the Parquet footer of open file *fd*, and the offset of
+    each in the file, or None.
 
     A Parquet file ends with its footer (Thrift compact protocol), the footer's length and
     ``PAR1``. Its key-value metadata comes after the row groups and their statistics, each
@@ -488,6 +595,7 @@ def _footer_values(fd: int, size: int, keys: list[bytes]) -> dict[bytes, bytes] 
             return None
         tail = os.pread(fd, length + 8, size - length - 8)
     footer = tail[len(tail) - 8 - length : -8]
+    footer_at = size - 8 - length
     found = {}
     for key in {_KEY, *keys}:  # the format is checked even where only other keys are wanted
         marker = b"\x18" + _varint(len(key)) + key + b"\x18"
@@ -497,7 +605,7 @@ def _footer_values(fd: int, size: int, keys: list[bytes]) -> dict[bytes, bytes] 
         count, start = _read_varint(footer, at + len(marker))
         if count is None or footer[start + count : start + count + 1] != b"\x00":
             return None
-        found[key] = footer[start : start + count]
+        found[key] = (footer[start : start + count], footer_at + start)
     return found
 
 
