@@ -183,6 +183,22 @@ def test_diff_of_two_selected_runs_names_the_step_where_they_part(
     assert errors == []
 
 
+def test_diff_page_names_the_split_of_the_record_that_differs(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    for name, val in (("a", 0.5), ("b", 0.6)):
+        with Run(name, serve_dir, stdout=False) as run:
+            run.log("eval", step=1, split="val", accuracy=val)
+            run.log("eval", step=1, split="test", accuracy=0.9)
+    page.goto(server.url)
+    expect(page.locator("#run-count")).to_contain_text("2 selected")
+
+    page.click("#diff-selected")
+
+    expect(page.locator("#view-diff")).to_contain_text("differ from step 1 (split=val)")
+    assert errors == []
+
+
 def test_x_axis_log_y_and_smoothing_redraw_the_charts(
     serve_dir: Path, server: Server, page: Any, errors: list[str]
 ) -> None:

@@ -528,6 +528,8 @@ async function showDiff(a, b) {
     view.replaceChildren(el("div", {class: "empty"}, String(err.message))); return;
   }
   setCrumbs(["diff", `${a} ↔ ${b}`]);
+  // which record of the step differs, by its string fields (split=val), as `runlines diff` says
+  const where = (w) => (w && Object.keys(w).length ? ` (${Object.entries(w).map(([k, v]) => `${k}=${v}`).join(", ")})` : "");
   // d is runlines.diff's JSON form, as `runlines diff --json` prints it
   const config = [
     ...Object.entries(d.removed).map(([k, v]) => [el("span", {class: "removed"}, "− " + k), fmt(v), ""]),
@@ -536,7 +538,7 @@ async function showDiff(a, b) {
   ];
   const environment = Object.entries(d.environment).map(([k, [x, y]]) => [k, fmt(x), fmt(y)]);
   const metrics = d.metrics.map((m) => [m.event + "." + m.field,
-    m.agrees ? el("span", {class: "added"}, `agree up to step ${fmt(m.last_shared_step)}`) : el("span", {class: "changed"}, `differ from step ${fmt(m.step)}`),
+    m.agrees ? el("span", {class: "added"}, `agree up to step ${fmt(m.last_shared_step)}`) : el("span", {class: "changed"}, `differ from step ${fmt(m.step)}${where(m.where)}`),
     m.agrees ? "" : fmt(m.a), m.agrees ? "" : fmt(m.b)]);
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, `${a} ↔ ${b}`)),
