@@ -57,6 +57,27 @@ class TestStallWatch:
         assert StallWatch(1.0, lambda: 0, print, print, now=0.0).every_s == 0.1
 
 
+def stacks_of_a_stall(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, wait: Any, thread_name: str, **options: Any
+) -> str:
+    """Return the stacks file of a run that stalls while a thread *thread_name* is in *wait*."""
+    watcher, clock = manual_watcher(monkeypatch)
+    release = threading.Event()
+    thread = threading.Thread(target=wait, args=(release,), name=thread_name)
+    thread.start()
+    try:
+        with Run("r", run_dir, stdout=False, system=False, stall_after=10, **options) as run:
+            for _ in range(12):
+                clock.tick(1.0)
+                watcher.run_due()
+    finally:
+        release.set()
+        thread.join()
+    stall = next(r for r in events(run.path) if r["event"] == "stall")
+    stacks: str = stall["stacks"]
+    return (run_dir / stacks).read_text()
+
+
 def test_dump_stacks_names_every_thread(tmp_path: Path) -> None:
     path = tmp_path / "stacks.txt"
 
@@ -131,7 +152,6 @@ class TestRecords:
     def test_the_stacks_file_hides_secrets_in_source_lines_and_thread_names(
         self, run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        watcher, clock = manual_watcher(monkeypatch)
         token = "gh" + "p_" + "A1b2C3d4" * 5  # built here: no token in this file's own text
         password = "hunter2-" + "x9Y8z7"
         source = tmp_path / "waiting.py"
@@ -143,20 +163,8 @@ class TestRecords:
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        release = threading.Event()
-        thread = threading.Thread(target=module.wait, args=(release,), name=f"push {token}")
-        thread.start()
-        try:
-            with Run("r", run_dir, stdout=False, system=False, stall_after=10) as run:
-                for _ in range(12):
-                    clock.tick(1.0)
-                    watcher.run_due()
-        finally:
-            release.set()
-            thread.join()
+        text = stacks_of_a_stall(run_dir, monkeypatch, module.wait, f"push {token}")
 
-        stall = next(r for r in events(run.path) if r["event"] == "stall")
-        text = (run_dir / stall["stacks"]).read_text()
         assert "event.wait()  # fetch https://bob:[redacted]@example.com/data" in text
         assert 'push [redacted]"' in text
         assert token not in text
@@ -165,22 +173,13 @@ class TestRecords:
     def test_the_stacks_file_is_as_written_when_redaction_is_off(
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        watcher, clock = manual_watcher(monkeypatch)
         token = "gh" + "p_" + "A1b2C3d4" * 5
-        release = threading.Event()
-        thread = threading.Thread(target=release.wait, name=f"push {token}")
-        thread.start()
-        try:
-            with Run("r", run_dir, stdout=False, system=False, stall_after=10, redact=False) as run:
-                for _ in range(12):
-                    clock.tick(1.0)
-                    watcher.run_due()
-        finally:
-            release.set()
-            thread.join()
 
-        stall = next(r for r in events(run.path) if r["event"] == "stall")
-        assert f"push {token}" in (run_dir / stall["stacks"]).read_text()
+        text = stacks_of_a_stall(
+            run_dir, monkeypatch, threading.Event.wait, f"push {token}", redact=False
+        )
+
+        assert f"push {token}" in text
 
     @pytest.mark.parametrize("bad", [0, -5, "60", True])
     def test_a_bad_stall_after_is_refused(self, run_dir: Path, bad: Any) -> None:
