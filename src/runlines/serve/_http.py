@@ -15,7 +15,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import orjson
@@ -390,19 +390,23 @@ def _run(store: RunStore, query: Mapping[str, str], name: str = "run") -> RunSta
     return run
 
 
+_N = TypeVar("_N", int, float)
+
+
 def _float(query: Mapping[str, str], name: str, default: float) -> float:
-    try:
-        return float(query.get(name, default))
-    except ValueError:
-        msg = f"?{name}= must be a number, got {query[name]!r}"
-        raise ApiError(HTTPStatus.BAD_REQUEST, msg) from None
+    return _number(query, name, default, float, "a number")
 
 
 def _int(query: Mapping[str, str], name: str, default: int) -> int:
+    return _number(query, name, default, int, "a whole number")
+
+
+def _number(query: Mapping[str, str], name: str, default: _N, kind: type[_N], what: str) -> _N:
+    """Return ?name= as *kind*, or *default* when it is absent; 400 when it is not *what*."""
     try:
-        return int(query.get(name, default))
+        return kind(query.get(name, default))
     except ValueError:
-        msg = f"?{name}= must be a whole number, got {query[name]!r}"
+        msg = f"?{name}= must be {what}, got {query[name]!r}"
         raise ApiError(HTTPStatus.BAD_REQUEST, msg) from None
 
 
