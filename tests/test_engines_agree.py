@@ -13,6 +13,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import warnings
@@ -521,3 +522,66 @@ def test_a_stale_copy_is_reported_at_the_callers_line(tmp_path: Path, reader: st
     assert {Path(w.filename).name for w in caught if "is not used" in str(w.message)} == {
         Path(__file__).name
     }
+
+
+def test_the_copy_is_written_without_importing_pandas(tmp_path: Path) -> None:
+    """A run's close writes the copy in the job's own process: pandas (half a second to
+    import) is not needed for it, whatever the log holds, and the copies read back as the
+    JSONL."""
+    logs = []
+    for name in HOSTILE:
+        logs.append(tmp_path / f"{name}.jsonl")
+        logs[-1].write_bytes(HOSTILE[name]())
+    logs.append(_awkward(tmp_path / "awkward") / "exp1" / "baseline.jsonl")
+    logs.append(_mixed(tmp_path / "mixed.jsonl", 6000))
+    code = (
+        "import sys\n"
+        "from runlines.reading._parquet import write_copy\n"
+        "for path in sys.argv[1:]:\n"
+        "    write_copy(path)\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] == 'pandas'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code, *map(str, logs)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+
+    assert done.stdout.strip() == "[]"
+    assert sum(log.with_suffix(".parquet").exists() for log in logs) > len(HOSTILE) // 2
+    for log in logs[-2:]:  # what the hostile logs read through copies is checked above
+        through_copy = _outcome(lambda log=log: runlines.load(log), tmp_path)
+        assert through_copy[0].shape[0] > 5
+        _assert_same(through_copy[0], _jsonl_only(log, tmp_path)[0])
+
+
+def _jsonl_only(log: Path, root: Path) -> tuple[Any, list[str]]:
+    """Return the outcome of load() of *log* read from its JSONL, its copy set aside."""
+    copy = log.with_suffix(".parquet")
+    aside = copy.with_name(copy.name + ".aside")
+    copy.rename(aside)
+    try:
+        return _outcome(lambda: runlines.load(log), root)
+    finally:
+        aside.rename(copy)
+
+
+def _mixed(path: Path, count: int) -> Path:
+    """Write a log big enough for the engine's event buckets, each holding what is awkward
+    in a column: nulls, nested values, strings among numbers, ints past 64 bits, NaN."""
+    lines = [line("run_start", run="mixed", ts=T0, attempt=1, config={"lr": 0.1})]
+    for i in range(count):
+        ts = T0 + 1 + i
+        if i % 3 == 0:
+            loss = float("nan") if i % 500 == 0 else 1.0 / (i + 1)
+            lines.append(line("train", run="mixed", ts=ts, step=i, loss=loss, tag=None))
+        elif i % 3 == 1:
+            value: Any = "high" if i % 7 == 0 else i
+            lines.append(line("eval", run="mixed", ts=ts, step=i, score=value, big=2**65 + i))
+        else:
+            lines.append(line("probe", run="mixed", ts=ts, step=i, hist={"bins": [i, i + 1]}))
+        if i == count // 2:
+            lines.append(line("run_start", run="mixed", ts=ts, attempt=2, resume_step=i // 2))
+    lines.append(line("run_end", run="mixed", ts=T0 + count + 1, attempt=2, status="ok"))
+    return write(path, *lines)

@@ -354,7 +354,7 @@ class TestSummaryFromColumns:
         log = _train(tmp_path, compact=True)
         copy = tmp_path / "r.parquet"
         table = pq.read_table(copy)
-        metadata = dict(table.schema.metadata)
+        metadata = dict(pq.read_metadata(copy).metadata)
         about = json.loads(metadata[b"runlines.copy"])
         about["format"] = 1
         metadata[b"runlines.copy"] = json.dumps(about).encode()
@@ -411,7 +411,8 @@ class TestDamage:
             pc.add(column, 1.0) if pa.types.is_floating(column.type) else column
             for column in table.columns
         ]
-        pq.write_table(pa.table(columns, schema=table.schema), copy)
+        kept = {k: v for k, v in pq.read_metadata(copy).metadata.items() if b"runlines" in k}
+        pq.write_table(pa.table(columns, schema=table.schema.with_metadata(kept)), copy)
         parquet._cache.clear()
 
         with pytest.warns(runlines.RunlinesWarning, match="r.parquet is not used: .*bytes"):
@@ -636,3 +637,108 @@ class TestFooter:
 
         assert copied.loc[0, "attempts"] == 2
         assert copied.loc[0, "train.loss.best"] == 0.001
+
+    def test_the_footer_grows_with_the_fields_not_with_the_records(self, tmp_path: Path) -> None:
+        # a loss that improves at every step and a schedule: each record is a new best, over
+        # several of the engine's blocks
+        sizes = {}
+        for steps in (2_000, 40_000):
+            log = _train(tmp_path / str(steps), steps=steps, compact=False)
+            copy = write_copy(log)
+            assert copy is not None
+            metadata = pq.read_metadata(copy).metadata
+            sizes[steps] = {key: len(value) for key, value in metadata.items()}
+
+        small, big = sizes[2_000], sizes[40_000]
+        assert small.keys() == big.keys()
+        for key in big:  # the same to a few digits of the counts, lines and times they hold
+            assert abs(big[key] - small[key]) < 64, key
+        # once: the metadata is not kept in the Arrow schema too
+        assert big[b"ARROW:schema"] < 2048
+
+    def test_steps_and_lines_are_delta_encoded_and_floats_split_by_byte(
+        self, tmp_path: Path
+    ) -> None:
+        copy = write_copy(_train(tmp_path, steps=5_000, compact=False))
+        assert copy is not None
+        metadata = pq.read_metadata(copy)
+        names = pq.read_schema(copy).names
+        chunks = {names[i]: metadata.row_group(0).column(i) for i in range(len(names) - 1)}
+        step = next(c for c in chunks.values() if c.statistics and c.statistics.max == 5_000)
+
+        assert "DELTA_BINARY_PACKED" in step.encodings
+        assert "DELTA_BINARY_PACKED" in chunks["__line"].encodings
+        loss = next(c for c in chunks.values() if c.physical_type == "DOUBLE" and c.statistics
+                    and c.statistics.max == 1.0)  # fmt: skip
+        assert "BYTE_STREAM_SPLIT" in loss.encodings
+        assert copy.stat().st_size < 0.1 * (tmp_path / "r.jsonl").stat().st_size
+
+
+class TestVerifiedLogs:
+    """A log whose mtime changed is hashed whole once per process, not at every read."""
+
+    def _log(self, tmp_path: Path) -> Path:
+        log = _train(tmp_path, steps=2_000, compact=True)
+        assert log.stat().st_size > 10 * parquet._SAMPLE_BYTES
+        parquet._verified.clear()
+        stat = log.stat()
+        os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # touched, as cp does
+        return log
+
+    def _bytes_read(self, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+        read: list[int] = []
+        pread = os.pread
+
+        def counted(fd: int, size: int, offset: int) -> bytes:
+            data = pread(fd, size, offset)
+            read.append(len(data))
+            return data
+
+        monkeypatch.setattr(parquet.os, "pread", counted)
+        return read
+
+    def test_a_touched_log_is_hashed_whole_once(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = self._log(tmp_path)
+        covered = log.stat().st_size
+        read = self._bytes_read(monkeypatch)
+
+        first = runlines.load(log)
+        after_first = sum(read)
+        second = runlines.load(log)
+
+        assert after_first >= covered  # the first read hashed the covered bytes
+        assert sum(read) - after_first < covered / 4  # the second only their two ends
+        pd.testing.assert_frame_equal(first, second)
+
+    def test_a_log_grown_since_it_was_hashed_is_not_hashed_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = self._log(tmp_path)
+        covered = log.stat().st_size
+        runlines.load(log)
+        with log.open("ab") as out:
+            out.write(line("train", run="r", step=5_000, loss=0.25))
+        read = self._bytes_read(monkeypatch)
+
+        frame = runlines.load(log)
+
+        assert sum(read) < covered / 4
+        assert frame["step"].iloc[-1] == 5_000
+
+    def test_a_log_rewritten_in_place_after_it_was_hashed_is_hashed_again(
+        self, tmp_path: Path
+    ) -> None:
+        log = self._log(tmp_path)
+        runlines.load(log)
+        data = bytearray(log.read_bytes())
+        at = data.index(b'"step":1000,')
+        data[at : at + 12] = b'"step":9999,'  # same size, in the middle of the covered bytes
+        with log.open("r+b") as out:
+            out.write(data)
+
+        with pytest.warns(runlines.RunlinesWarning, match="r.parquet is not used: .*differ"):
+            frame = runlines.load(log)
+
+        assert (frame["step"] == 9999).any()

@@ -185,11 +185,13 @@ def _event_keys(data: Any, starts: _Ints) -> npt.NDArray[np.uint64]:
 
 
 def _groups(
-    rows: _Ints, keys: npt.NDArray[np.uint64]
-) -> tuple[npt.NDArray[np.uint64], _Ints, list[_Ints]]:
-    """Return the distinct *keys* in order, their counts, and their *rows* in line order.
+    rows: _Ints, keys: npt.NDArray[np.uint64], least: int
+) -> tuple[list[tuple[int, _Ints]], _Ints]:
+    """Return the keys of at least *least* rows, the commonest first, each with its *rows* in
+    line order; and the other rows, in line order.
 
     One stable sort: half the time of np.unique's sort followed by a second one for the rows.
+    Only the common keys are split out: a log not in Run's format can give each line a key.
     """
     import numpy as np
 
@@ -197,7 +199,15 @@ def _groups(
     ordered = keys[order]
     cuts = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
     bounds = np.concatenate(([0], cuts, [len(ordered)]))
-    return ordered[bounds[:-1]], np.diff(bounds), np.split(rows[order], cuts)
+    counts = np.diff(bounds)
+    common = np.flatnonzero(counts >= least)
+    common = common[np.argsort(-counts[common], kind="stable")]
+    by_key = rows[order]
+    big = [(int(ordered[bounds[i]]), by_key[bounds[i] : bounds[i + 1]]) for i in common.tolist()]
+    rare = np.ones(len(rows), dtype=bool)
+    for i in common.tolist():
+        rare[bounds[i] : bounds[i + 1]] = False
+    return big, np.sort(by_key[rare])
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,13 +336,11 @@ class _Lines:
         rows = np.flatnonzero(self.is_row & ~self.in_python)
         if len(rows) < 2 * _MIN_BUCKET:
             return []
-        keys, counts, groups = _groups(rows, _event_keys(self.bytes, self.starts[rows]))
-        order = sorted(range(len(groups)), key=lambda i: -counts[i])
-        big = [_Bucket(groups[i], int(keys[i])) for i in order if counts[i] >= _MIN_BUCKET]
-        rare = [groups[i] for i in order[len(big) :]]
-        if not big:
+        common, rare = _groups(rows, _event_keys(self.bytes, self.starts[rows]), _MIN_BUCKET)
+        if not common:
             return []
-        return big + ([_Bucket(np.sort(np.concatenate(rare)), 0)] if rare else [])
+        big = [_Bucket(lines, key) for key, lines in common]
+        return big + ([_Bucket(rare, 0)] if len(rare) else [])
 
     def gather(self, lines: _Ints) -> _Lines:
         """Move *lines* into a buffer of their own, leaving spaces in this one."""
@@ -340,12 +348,14 @@ class _Lines:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from runlines.reading._buffers import from_numpy
+
         # Each line with its newline is one value of a binary array over the buffer (every line
         # ends in a newline, see _read_bytes): one take() copies them all, in C.
         bounds = np.append(self.starts, len(self.bytes)).astype(np.int64)
         buffers = [None, pa.py_buffer(bounds), pa.py_buffer(self.bytes)]
         every = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(self.starts), buffers)
-        taken = pc.take(every, pa.array(lines, type=pa.int64()), memory_pool=_memory_pool())
+        taken = pc.take(every, from_numpy(lines, pa.int64()), memory_pool=_memory_pool())
         offsets = np.frombuffer(taken.buffers()[1], dtype=np.int64)[: len(lines) + 1]
         data = np.frombuffer(taken.buffers()[2], dtype=np.uint8)[: int(offsets[-1])]  # writable
         new_starts = offsets[:-1]
@@ -518,13 +528,15 @@ class _Lines:
         """
         import numpy as np
 
+        from runlines.reading._buffers import valid_of
+
         table = piece.table
         held: dict[str, tuple[int, int]] = {}  # name: (count, first row)
         valid: dict[str, _Bools] = {}
         for name, column in zip(table.column_names, table.columns, strict=True):
             count = len(column) - column.null_count
             if column.null_count:
-                valid[name] = column.is_valid().to_numpy(zero_copy_only=False)
+                valid[name] = valid_of(column)
             if count:
                 held[name] = (count, int(np.argmax(valid[name])) if name in valid else 0)
         for name, (rows, values) in piece.patches.items():
@@ -569,6 +581,8 @@ class _Lines:
         import numpy as np
         import pyarrow.compute as pc
 
+        from runlines.reading._buffers import numpy_of
+
         found: dict[str, _Ints] = {}
         for name, column in zip(table.column_names, table.columns, strict=True):
             if _arrow_kind(column.type) != "float" or column.null_count == len(column):
@@ -576,7 +590,7 @@ class _Lines:
             extremes = pc.min_max(column).as_py()
             if max(abs(extremes["min"]), abs(extremes["max"])) < 2.0**63:
                 continue
-            values = column.to_numpy()
+            values = numpy_of(column)
             with np.errstate(invalid="ignore"):
                 suspects = np.flatnonzero(np.abs(values) >= 2.0**63).tolist()
             spans = ((int(self.starts[lines[r]]), int(self.ends[lines[r]])) for r in suspects)
@@ -635,10 +649,12 @@ def _nested_rows(table: Any) -> _Ints:
     import numpy as np
     import pyarrow as pa
 
+    from runlines.reading._buffers import valid_of
+
     mask = np.zeros(table.num_rows, dtype=bool)
     for column in table.columns:
         if pa.types.is_nested(column.type):
-            mask |= column.is_valid().to_numpy(zero_copy_only=False)
+            mask |= valid_of(column)
     return np.flatnonzero(mask)
 
 
@@ -874,14 +890,16 @@ class _Columns:
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from runlines.reading._buffers import bools, strings
+
         out = np.zeros(self.full.size, dtype=bool)
-        choices = pa.array(list(wanted), type=pa.string())
+        choices = strings(list(wanted))
         for piece, positions in zip(self.pieces, self.full.positions, strict=True):
             hit = np.zeros(piece.table.num_rows, dtype=bool)
             column = piece.column(name)
             if column is not None and _arrow_kind(column.type) == "str":
                 found = pc.is_in(column.cast(pa.string()), value_set=choices)
-                hit = found.to_numpy(zero_copy_only=False).astype(bool)
+                hit = bools(found)
             rows, values = piece.patches.get(name, ([], []))
             for row, value in zip(rows, values, strict=True):
                 hit[row] = isinstance(value, str) and value in wanted
@@ -916,6 +934,8 @@ class _Columns:
         import numpy as np
         import pyarrow as pa
 
+        from runlines.reading._buffers import numpy_of, valid_of
+
         if layout.taken is not None:
             return self._numbers_in_order(name, kind, layout)
         is_float = pa.types.is_floating(kind)
@@ -928,11 +948,9 @@ class _Columns:
             if not arrays:
                 continue
             column = pa.chunked_array(arrays, type=kind)
-            filler = False if pa.types.is_boolean(kind) else 0
-            numbers = column if is_float else column.fill_null(filler)
-            values[positions] = numbers.to_numpy()
+            values[positions] = numpy_of(column)  # NaN, 0 or False where missing
             if column.null_count:
-                valid[positions] = column.is_valid().to_numpy(zero_copy_only=False)
+                valid[positions] = valid_of(column)
             else:  # the common case: no bitmap to expand
                 valid[positions] = True
         return _Numbers(values[:-1], valid[:-1])
@@ -945,6 +963,8 @@ class _Columns:
         """
         import numpy as np
         import pyarrow as pa
+
+        from runlines.reading._buffers import numpy_of
 
         is_float = pa.types.is_floating(kind)
         dtype = np.float64 if is_float else kind.to_pandas_dtype()
@@ -962,12 +982,12 @@ class _Columns:
                 column = column.slice(0, taken)
             present = _validity(column)
             if is_float:  # NaN where missing
-                numbers = column.to_numpy()
+                numbers = numpy_of(column)
             else:  # ints and bools use their mask now
                 mask = present()
                 present = functools.partial(_same, mask)
                 ints = pa.types.is_integer(kind)
-                numbers = _own_ints(column, mask) if ints else column.fill_null(False).to_numpy()
+                numbers = _own_ints(column, mask) if ints else numpy_of(column)
             if isinstance(taken, int):
                 # pandas writes into a frame's columns in place: numpy's own, not Arrow's
                 values.append(numbers if numbers.flags.writeable else numbers.copy())
@@ -986,6 +1006,8 @@ class _Columns:
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
+
+        from runlines.reading._buffers import from_numpy
 
         if layout.taken is not None:  # pieces in output order: their kept rows, in turn
             return self._arrow_in_order(name, layout)
@@ -1008,11 +1030,13 @@ class _Columns:
         index = np.full(layout.size, -1, dtype=np.int64)
         kept = positions >= 0
         index[positions[kept]] = np.flatnonzero(kept)
-        return pc.take(values, pa.array(index, mask=index < 0), memory_pool=pool)
+        return pc.take(values, from_numpy(index, pa.int64(), valid=index >= 0), memory_pool=pool)
 
     def _arrow_in_order(self, name: str, layout: _Layout) -> Any:
         import pyarrow as pa
         import pyarrow.compute as pc
+
+        from runlines.reading._buffers import from_numpy
 
         wide = pa.large_string()
         pool = _memory_pool()
@@ -1026,7 +1050,7 @@ class _Columns:
             if isinstance(taken, int):
                 column = column.slice(0, taken)
             else:
-                column = pc.filter(column, pa.array(taken), memory_pool=pool)
+                column = pc.filter(column, from_numpy(taken, pa.bool_()), memory_pool=pool)
             parts.extend(column.chunks)
         return pa.chunked_array(parts, wide)
 
@@ -1034,13 +1058,19 @@ class _Columns:
         """Return an object column, placing only the rows that hold a value."""
         import numpy as np
 
+        from runlines.reading._buffers import valid_of
+
         out = np.empty(layout.size, dtype=object)  # numpy fills its slots with None
         for number, piece in enumerate(self.pieces):
             column = piece.column(name)
-            if column is not None and _arrow_kind(column.type) is not None:
-                valid = column.is_valid()
-                at = layout.places(number, np.flatnonzero(valid.to_numpy(zero_copy_only=False)))
-                values = column.filter(valid).to_numpy(zero_copy_only=False)
+            kind = None if column is None else _arrow_kind(column.type)
+            if column is not None and kind is not None:
+                at = layout.places(number, np.flatnonzero(valid_of(column)))
+                values = np.empty(len(at), dtype=object)
+                if kind == "other":  # numpy's values, as pandas would hold them
+                    values[:] = column.drop_null().to_numpy(zero_copy_only=False)
+                else:  # Python's str, int, float and bool, as to_numpy() gives them
+                    values[:] = column.drop_null().to_pylist()
                 out[at[at >= 0]] = values[at >= 0]
             rows, patched = piece.patches.get(name, ([], []))
             if rows:
@@ -1054,11 +1084,12 @@ def _validity(column: Any) -> Callable[[], _Bools]:
     bools (a byte a row) only when called."""
     import numpy as np
 
+    from runlines.reading._buffers import valid_of
+
     size = len(column)
     if not column.null_count:
         return lambda: np.ones(size, dtype=bool)
-    bits = column.is_valid()
-    return functools.partial(bits.to_numpy, zero_copy_only=False)
+    return functools.partial(valid_of, column)
 
 
 def _same(mask: _Bools) -> _Bools:
@@ -1128,13 +1159,15 @@ def _own_ints(column: Any, present: _Bools) -> _Ints:
     Arrow values (`fill_null` would make a second)."""
     import numpy as np
 
+    from runlines.reading._buffers import numpy_of
+
     # one chunk as it is: combine_chunks() would copy a slice of it
     chunk = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     if not chunk.null_count:
-        return np.array(chunk.to_numpy(), dtype=np.int64)
+        return np.array(numpy_of(chunk), dtype=np.int64)
     if chunk.null_count > len(chunk) // 2:  # mostly missing: zeros (pages the system gives
         values = np.zeros(len(chunk), dtype=np.int64)  # untouched), the few values placed
-        values[present] = chunk.drop_null().to_numpy()
+        values[present] = numpy_of(chunk.drop_null())
         return values
     data = np.frombuffer(chunk.buffers()[1], dtype=np.int64)
     return np.where(present, data[chunk.offset : chunk.offset + len(chunk)], 0)
@@ -1175,6 +1208,26 @@ def _in_order(logs: list[_ParsedLog], keep: _Bools | None) -> _Layout | None:
     return layout
 
 
+def _values(values: list[Any], kind: Any) -> Any:
+    """Return Python *values* of one kind as an Arrow array of type *kind*."""
+    import numpy as np
+    import pyarrow as pa
+
+    from runlines.reading._buffers import from_numpy, strings
+
+    kinds = set(map(type, values))
+    if kinds <= {str, type(None)} and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return strings(values, kind)
+    exact = {int} if pa.types.is_integer(kind) else {float} if pa.types.is_floating(kind) else set()
+    if (exact and kinds <= exact) or (pa.types.is_boolean(kind) and kinds <= {bool}):
+        dtype = bool if pa.types.is_boolean(kind) else kind.to_pandas_dtype()
+        try:
+            return from_numpy(np.asarray(values, dtype=dtype), kind)
+        except OverflowError:
+            pass  # pyarrow says what does not fit
+    return pa.array(values, type=kind)  # None among them, or another kind: pyarrow's rules
+
+
 def _arrow_chunks(piece: _Piece, name: str, kind: Any) -> list[Any]:
     """Return column *name* of *piece* as arrays of type *kind*, Python values patched in.
 
@@ -1183,6 +1236,8 @@ def _arrow_chunks(piece: _Piece, name: str, kind: Any) -> list[Any]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
+
+    from runlines.reading._buffers import from_numpy
 
     table = piece.table
     column = piece.column(name)
@@ -1196,7 +1251,7 @@ def _arrow_chunks(piece: _Piece, name: str, kind: Any) -> list[Any]:
     if rows:
         mask = np.zeros(table.num_rows, dtype=bool)
         mask[rows] = True
-        column = pc.replace_with_mask(column, pa.array(mask), pa.array(values, type=kind))
+        column = pc.replace_with_mask(column, from_numpy(mask, pa.bool_()), _values(values, kind))
     return list(column.chunks) if isinstance(column, pa.ChunkedArray) else [column]
 
 
@@ -1227,18 +1282,23 @@ def _values_at(column: Any, rows: _Ints) -> list[Any]:
     import numpy as np
     import pyarrow as pa
 
+    from runlines.reading._buffers import from_numpy
+
     if isinstance(column, _Numbers):
         values = column.values[rows].tolist()
         return [v if ok else None for v, ok in zip(values, column.valid[rows], strict=True)]
     if isinstance(column, np.ndarray):
         return column[rows].tolist()  # type: ignore[no-any-return]
-    return column.take(pa.array(rows)).to_pylist()  # type: ignore[no-any-return]
+    taken = column.take(from_numpy(np.asarray(rows, dtype=np.int64), pa.int64()))
+    return taken.to_pylist()  # type: ignore[no-any-return]
 
 
 def _as_floats(column: Any) -> npt.NDArray[np.float64]:
     """Return *column* as floats: NaN where missing or not a number."""
     import numpy as np
     import pyarrow as pa
+
+    from runlines.reading._buffers import numpy_of
 
     if isinstance(column, _Numbers):
         if column.values.dtype == np.float64:
@@ -1249,7 +1309,7 @@ def _as_floats(column: Any) -> npt.NDArray[np.float64]:
     if isinstance(column, np.ndarray):
         return np.array([_number_or_nan(v) for v in column], dtype=np.float64)
     if _arrow_kind(column.type) in ("int", "float"):
-        return column.cast(pa.float64()).to_numpy()  # type: ignore[no-any-return]
+        return numpy_of(column.cast(pa.float64()))
     return np.full(len(column), np.nan)
 
 
@@ -1366,15 +1426,19 @@ def _codes(column: Any) -> _Ints:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from runlines.reading._buffers import numpy_of, strings, valid_of
+
     if isinstance(column, _Numbers):
         return np.full(len(column), -1, dtype=np.int64)
     if isinstance(column, np.ndarray):
         texts = [v if isinstance(v, str) else None for v in column.tolist()]
-        column = pa.array(texts, type=pa.string())
+        column = strings(texts)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    indices = pc.dictionary_encode(column).indices.fill_null(-1)
-    return indices.to_numpy(zero_copy_only=False).astype(np.int64)  # type: ignore[no-any-return]
+    indices = pc.dictionary_encode(column).indices
+    codes = numpy_of(indices).astype(np.int64)
+    codes[~valid_of(indices)] = -1
+    return codes
 
 
 def _event_rows(table: _Columns, names: list[str], skipped: set[str]) -> _Bools:

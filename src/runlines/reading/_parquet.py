@@ -65,7 +65,8 @@ _CACHED: Final = 4096  # copies whose metadata one process keeps decoded
 _SAMPLE_BYTES: Final = 4 << 10  # hashed at each end of the covered bytes, for the quick check
 _HASH_CHUNK: Final = 4 << 20
 _LINE, _PATCH, _NULLS = "__line", "__patch", "__nulls"  # bookkeeping columns; fields are c<i>
-# each row's attempt, whether it is superseded, and the piece (of `_Meta.pieces`) it was read in
+# each row's attempt, whether it is superseded, and the group of pieces (of `_Meta.pieces`) it
+# was read in
 _ATTEMPT, _SUPERSEDED, _PIECE = "__attempt", "__superseded", "__piece"
 
 
@@ -79,7 +80,7 @@ class _Meta:
     sample_sha256: str  # of their first and last _SAMPLE_BYTES
     log_size: int  # the log's size and mtime when the copy was written
     log_mtime_ns: int
-    pieces: list[dict[str, Any]]  # rows, columns [[field, storage column]], fields, event
+    pieces: list[dict[str, Any]]  # groups: columns [[field, storage column]], fields, event
     bad: list[list[Any]]  # [line, reason] of each line load() skips
     summary: dict[str, Any]  # RunSummary.state()
     summary_bad: list[int]  # the lines iter_events() skips (a BOM, which load() takes)
@@ -113,6 +114,8 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from runlines.reading._buffers import from_numpy
+
     # the summary's modules are imported where a copy is written: `load` never needs them
     from runlines.reading._summary_columns import declines, line_reader, summary_state
 
@@ -139,7 +142,7 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     summary_bad = [line for line, _ in parsed.bad]
     if state is None:
         state, summary_bad = _python_summary(log.path, covers_bytes)
-    table, pieces = _table(pa, parsed.pieces)
+    table, pieces, group_of = _table(pa, parsed.pieces)
     # the records no later attempt supersedes, in line order, then the superseded ones: the
     # columns' first rows are then load()'s columns as they are (see `_arrow._in_order`)
     positions = columns.full.positions
@@ -150,11 +153,11 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     first = np.argsort(superseded, kind="stable")  # records (in line order), kept ones first
     order = by_line[first]
     sizes = [piece.table.num_rows for piece in parsed.pieces]
-    piece_of = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)[order]
-    table = table.take(pa.array(order))
-    table = table.append_column(_ATTEMPT, pa.array(attempt[first], type=pa.int64()))
-    table = table.append_column(_SUPERSEDED, pa.array(superseded[first], type=pa.bool_()))
-    table = table.append_column(_PIECE, pa.array(piece_of, type=pa.int32()))
+    piece_of = np.repeat(np.asarray(group_of, dtype=np.int32), sizes)[order]
+    table = table.take(from_numpy(order, pa.int64()))
+    table = table.append_column(_ATTEMPT, from_numpy(attempt[first], pa.int64()))
+    table = table.append_column(_SUPERSEDED, from_numpy(superseded[first], pa.bool_()))
+    table = table.append_column(_PIECE, from_numpy(piece_of, pa.int32()))
     meta = _Meta(
         covers_bytes=covers_bytes,
         covers_lines=len(reader.main.starts),
@@ -171,17 +174,36 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     metadata = meta.as_metadata()
     try:
-        table = table.replace_schema_metadata(metadata)
-        with pq.ParquetWriter(temporary, table.schema, compression="zstd") as writer:
+        # the metadata in the footer alone: as the schema's, pyarrow would store it twice
+        with pq.ParquetWriter(temporary, table.schema, **_encodings(pa, table.schema)) as writer:
             writer.write_table(table)
-            writer.add_key_value_metadata(
-                {_DIGEST_KEY: _digest_value(_DIGEST_PLACEHOLDER, metadata)}
-            )
+            digest = _digest_value(_DIGEST_PLACEHOLDER, metadata)
+            writer.add_key_value_metadata({**metadata, _DIGEST_KEY: digest})
         _seal(temporary)
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
     return target
+
+
+def _encodings(pa: Any, schema: Any) -> dict[str, Any]:
+    """Return the writer's options for *schema*: each column in the encoding that suits it.
+
+    Ints (steps, line numbers, attempts) are delta-encoded, floats split by byte, so that zstd
+    finds the bytes that repeat; strings and bools keep Parquet's dictionary and run lengths.
+    """
+    encoding: dict[str, str] = {}
+    for field in schema:
+        if pa.types.is_integer(field.type):
+            encoding[field.name] = "DELTA_BINARY_PACKED"
+        elif pa.types.is_floating(field.type):
+            encoding[field.name] = "BYTE_STREAM_SPLIT"
+    dictionary = [name for name in schema.names if name not in encoding]
+    return {
+        "compression": "zstd",
+        "use_dictionary": dictionary,
+        "column_encoding": encoding,
+    }
 
 
 def compact(*sources: str | os.PathLike[str]) -> list[Path]:
@@ -228,17 +250,24 @@ def _python_summary(path: Path, size: int) -> tuple[dict[str, Any], list[int]]:
     return summary.state(), bad
 
 
-def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
-    """Return the pieces as one table (a storage column per field and type), and their map.
+def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]], list[int]]:
+    """Return the pieces as one table (a storage column per field and type), the map of their
+    groups, and each piece's group.
 
     Each piece's rows follow the ones before; a storage column is null in the rows of pieces
-    without it. Columns whose values all come from Python (nested, null) are left out.
+    without it. Columns whose values all come from Python (nested, null) are left out. The
+    pieces of one event (or of mixed events) form one group: what a reader of the copy asks of
+    a piece (its event, its fields' storage columns, counts and first places) is the same of
+    its group, and the map then grows with the log's events and fields, not with its size.
     """
     from runlines.reading._arrow import _arrow_kind
 
     storage: dict[tuple[str, str], int] = {}
     types: list[Any] = []
-    described = []
+    groups: dict[str | None, int] = {}
+    described: list[dict[str, Any]] = []
+    group_of: list[int] = []
+    mapped: list[list[list[Any]]] = []  # each piece's columns, [[field, storage column]]
     for piece in pieces:
         columns = []
         for name, column in zip(piece.table.column_names, piece.table.columns, strict=True):
@@ -251,20 +280,21 @@ def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
                 storage[key] = len(types)
                 types.append(kind)
             columns.append([name, storage[key]])
-        fields = {
-            name: [count, line, place] for name, (count, (line, place)) in piece.fields.items()
-        }
-        described.append(
-            {
-                "rows": piece.table.num_rows,
-                "columns": columns,
-                "fields": fields,
-                "event": piece.event,
-            }
-        )
+        mapped.append(columns)
+        number = groups.setdefault(piece.event, len(described))
+        if number == len(described):
+            described.append({"columns": [], "fields": {}, "event": piece.event})
+        group_of.append(number)
+        about = described[number]
+        about["columns"].extend(pair for pair in columns if pair not in about["columns"])
+        for name, (count, (line, place)) in piece.fields.items():
+            total, *first = about["fields"].get(name, [0, line, place])
+            if count and (not total or [line, place] < first):
+                first = [line, place]  # the first value's place, over the pieces holding one
+            about["fields"][name] = [total + count, *first]
     arrays: list[list[Any]] = [[] for _ in types]
-    for piece, about in zip(pieces, described, strict=True):
-        mine = {index: piece.table.column(name) for name, index in about["columns"]}
+    for piece, columns in zip(pieces, mapped, strict=True):
+        mine = {index: piece.table.column(name) for name, index in columns}
         for index, kind in enumerate(types):
             column = mine.get(index)
             arrays[index].extend(
@@ -275,12 +305,15 @@ def _table(pa: Any, pieces: list[_Piece]) -> tuple[Any, list[dict[str, Any]]]:
     names = [f"c{i}" for i in range(len(types))]
     columns = [pa.chunked_array(chunks, kind) for chunks, kind in zip(arrays, types, strict=True)]
     extra = _bookkeeping(pa, pieces)
-    return pa.table([*columns, *extra.values()], names=[*names, *extra]), described
+    table = pa.table([*columns, *extra.values()], names=[*names, *extra])
+    return table, described, group_of
 
 
 def _bookkeeping(pa: Any, pieces: list[_Piece]) -> dict[str, Any]:
     """Return each row's log line, its Python values (JSON) and the fields it holds as null."""
     import numpy as np
+
+    from runlines.reading._buffers import from_numpy, strings
 
     lines = np.concatenate([p.lines for p in pieces]) if pieces else np.zeros(0, np.int64)
     patches: list[str | None] = [None] * len(lines)
@@ -297,10 +330,19 @@ def _bookkeeping(pa: Any, pieces: list[_Piece]) -> dict[str, Any]:
                     nulls[offset + int(row)] = held = []
                 held.append(name)
         offset += piece.table.num_rows
+    listed = [names for names in nulls if names is not None]
+    offsets = np.zeros(len(nulls) + 1, dtype=np.int32)
+    np.cumsum([0 if names is None else len(names) for names in nulls], out=offsets[1:])
+    absent = np.fromiter((names is None for names in nulls), dtype=bool, count=len(nulls))
+    null_lists = pa.ListArray.from_arrays(
+        from_numpy(offsets, pa.int32()),
+        strings([name for names in listed for name in names]),
+        mask=from_numpy(absent, pa.bool_()),
+    )
     return {
-        _LINE: pa.array(lines, type=pa.int64()),
-        _PATCH: pa.array(patches, type=pa.large_string()),
-        _NULLS: pa.array(nulls, type=pa.list_(pa.string())),
+        _LINE: from_numpy(lines, pa.int64()),
+        _PATCH: strings(patches, pa.large_string()),
+        _NULLS: null_lists,
     }
 
 
@@ -638,6 +680,14 @@ def _pyarrow_metadata(fd: int) -> dict[bytes, bytes]:
         return dict(pq.read_metadata(file).metadata or {})
 
 
+# logs whose covered bytes were hashed whole and matched, by (device, inode, sha256 of the
+# covered bytes): the size and mtime the log had then. A log is appended to, not rewritten:
+# the same file seen again as it was, or longer, has its covered bytes checked by their two
+# ends, as an unchanged log's are, not hashed whole on every read (a resumed run's log grows
+# at every line); one rewritten in place keeps its size and changes its mtime, and is hashed
+_verified: dict[tuple[int, int, str], tuple[int, int]] = {}
+
+
 def _mismatch(log: Path, covers: dict[str, Any]) -> tuple[str | None, int]:
     """Return why the copy that *covers* says what it covers does not match the bytes of *log*
     now (None when it does), and the log's size.
@@ -645,7 +695,8 @@ def _mismatch(log: Path, covers: dict[str, Any]) -> tuple[str | None, int]:
     When the log's size and mtime are those recorded with the copy, the log is unchanged since
     (the test make and git use), and hashing the covered bytes' two ends guards against a
     rewrite that kept both. Otherwise (the log grew, or was copied or touched), all covered
-    bytes are hashed again: one pass at the disk's speed, still far less than parsing them.
+    bytes are hashed again: one pass at the disk's speed, still far less than parsing them,
+    and once per process while the file stays the one that was hashed (see `_verified`).
     """
     covered = covers["covers_bytes"]
     fd = os.open(log, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
@@ -655,12 +706,16 @@ def _mismatch(log: Path, covers: dict[str, Any]) -> tuple[str | None, int]:
             return "the log is no regular file", 0
         if info.st_size < covered:
             return f"the log is shorter than the {covered} bytes it covers", info.st_size
-        if (info.st_size, info.st_mtime_ns) == (covers["log_size"], covers["log_mtime_ns"]):
+        seen = (info.st_dev, info.st_ino, covers["sha256"])
+        unchanged = (info.st_size, info.st_mtime_ns) == (covers["log_size"], covers["log_mtime_ns"])
+        size, mtime = _verified.get(seen, (info.st_size + 1, 0))
+        if unchanged or info.st_size > size or (info.st_size, info.st_mtime_ns) == (size, mtime):
             head = os.pread(fd, min(_SAMPLE_BYTES, covered), 0)
             start = max(0, covered - _SAMPLE_BYTES)
             tail = os.pread(fd, covered - start, start)
             if _sample_hash(head, tail) == covers["sample_sha256"]:
                 return None, info.st_size
+            _verified.pop(seen, None)
             return "the log's bytes differ from those it was written from", info.st_size
         digest = hashlib.sha256()
         left = covered
@@ -671,6 +726,9 @@ def _mismatch(log: Path, covers: dict[str, Any]) -> tuple[str | None, int]:
         os.close(fd)
     if left or digest.hexdigest() != covers["sha256"]:
         return "the log's bytes differ from those it was written from", info.st_size
+    if len(_verified) >= _CACHED:
+        _verified.pop(next(iter(_verified)))
+    _verified[seen] = (info.st_size, info.st_mtime_ns)
     return None, info.st_size
 
 

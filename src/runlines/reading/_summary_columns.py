@@ -86,16 +86,18 @@ class _Rows:
         """Return, per row, whether field *name* holds a number (no bool) and it as a float."""
         import numpy as np
 
+        from runlines.reading._buffers import numpy_of, valid_of
+
         size = len(self.lines)
         held = np.zeros(size, dtype=bool)
         values = np.full(size, np.nan)
         for piece, where in zip(self.table.pieces, self.table.full.positions, strict=True):
             column = piece.column(name)
             if column is not None and _arrow_kind(column.type) in ("int", "float"):
-                valid = column.is_valid().to_numpy(zero_copy_only=False)
+                valid = valid_of(column)
                 held[where] = valid
                 # ints to floats as float() rounds them: to the nearest
-                values[where] = column.to_numpy(zero_copy_only=False).astype(np.float64)
+                values[where] = numpy_of(column).astype(np.float64)
             rows, patched = piece.patches.get(name, ((), ()))
             for row, value in zip(rows, patched, strict=True):
                 held[where[row]] = is_number(value)
@@ -117,16 +119,18 @@ def _event_codes(column: Any) -> tuple[list[Any], Any]:
     import pyarrow.compute as pc
 
     from runlines.reading._arrow import _Numbers
+    from runlines.reading._buffers import numpy_of, strings, valid_of
 
     if isinstance(column, _Numbers):
         return [], np.full(len(column), -1, dtype=np.int64)
     if isinstance(column, np.ndarray):
         texts = [v if isinstance(v, str) else None for v in column.tolist()]
-        column = pa.array(texts, type=pa.string())
+        column = strings(texts)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     encoded = pc.dictionary_encode(column)
-    codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    codes = numpy_of(encoded.indices).astype(np.int64)
+    codes[~valid_of(encoded.indices)] = -1
     return encoded.dictionary.to_pylist(), codes
 
 
@@ -167,12 +171,14 @@ def _odd_numbers(table: _Columns, read_line: Callable[[int], bytes]) -> bool:
     """
     import numpy as np
 
+    from runlines.reading._buffers import numpy_of, valid_of
+
     for piece in table.pieces:
         for name, column in zip(piece.table.column_names, piece.table.columns, strict=True):
             if _arrow_kind(column.type) != "float":
                 continue
-            values = column.to_numpy(zero_copy_only=False)
-            odd = ~np.isfinite(values) & column.is_valid().to_numpy(zero_copy_only=False)
+            values = numpy_of(column)
+            odd = ~np.isfinite(values) & valid_of(column)
             odd[list(piece.patches.get(name, ((), ()))[0])] = False  # Python read those
             for row in np.flatnonzero(odd).tolist():
                 try:
@@ -221,11 +227,13 @@ def _texts_at(rows: _Rows, name: str) -> _Ints:
     """Return the rows where field *name* holds a text value, in line order."""
     import numpy as np
 
+    from runlines.reading._buffers import valid_of
+
     held = np.zeros(len(rows.lines), dtype=bool)
     for piece, where in zip(rows.table.pieces, rows.table.full.positions, strict=True):
         column = piece.column(name)
         if column is not None and _arrow_kind(column.type) == "str":
-            held[where] = column.is_valid().to_numpy(zero_copy_only=False)
+            held[where] = valid_of(column)
         patched_rows, patched = piece.patches.get(name, ((), ()))
         for row, value in zip(patched_rows, patched, strict=True):
             held[where[row]] = isinstance(value, str)

@@ -1,0 +1,108 @@
+"""Arrow arrays to numpy and back through their buffers, without pandas.
+
+pyarrow's own conversions (`Array.to_numpy`, `pa.array`, `pa.scalar`) ask pandas whether the
+value is one of its types, and so import it: about half a second of a fresh process. The copy
+that a run writes as it closes (`reading/_parquet.py`) needs none of pandas, so its path
+converts here, from the buffers Arrow documents for primitive arrays: a validity bitmap (bit i
+of byte i // 8, least significant first) and the values, after the array's offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+__all__ = ["bools", "from_numpy", "numpy_of", "strings", "valid_of"]
+
+
+def _bits(buffer: Any, offset: int, length: int) -> npt.NDArray[np.bool_]:
+    """Return *length* bits of a bitmap *buffer* from bit *offset* on, as bools."""
+    raw = np.frombuffer(buffer, dtype=np.uint8)
+    return np.unpackbits(raw, count=offset + length, bitorder="little")[offset:].astype(bool)
+
+
+def _chunks(array: Any) -> list[Any]:
+    return array.chunks if isinstance(array, pa.ChunkedArray) else [array]
+
+
+def valid_of(array: Any) -> npt.NDArray[np.bool_]:
+    """Return which values of Arrow *array* (an array or a chunked one) are not null."""
+    parts = []
+    for chunk in _chunks(array):
+        validity = chunk.buffers()[0]
+        if chunk.null_count == 0 or validity is None:
+            parts.append(np.full(len(chunk), chunk.null_count == 0, dtype=bool))
+        else:
+            parts.append(_bits(validity, chunk.offset, len(chunk)))
+    return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+
+def numpy_of(array: Any) -> npt.NDArray[Any]:
+    """Return the values of a bool, int or float Arrow *array* as numpy's: NaN, 0 or False
+    where a value is null (as `fill_null` would make them; `valid_of` tells which)."""
+    parts = []
+    for chunk in _chunks(array):
+        kind = chunk.type
+        data = chunk.buffers()[1]
+        if pa.types.is_boolean(kind):
+            values = _bits(data, chunk.offset, len(chunk)) if data is not None else None
+            if values is None:
+                values = np.zeros(len(chunk), dtype=bool)
+            if chunk.null_count:
+                values &= valid_of(chunk)
+        elif pa.types.is_null(kind):
+            values = np.zeros(len(chunk), dtype=np.float64)
+        else:
+            dtype = np.dtype(kind.to_pandas_dtype())
+            values = np.frombuffer(data, dtype=dtype, count=chunk.offset + len(chunk))
+            values = values[chunk.offset :]
+            if chunk.null_count:
+                values = np.where(
+                    valid_of(chunk), values, np.nan if values.dtype.kind == "f" else 0
+                )
+        parts.append(values)
+    if not parts:
+        return np.zeros(0, dtype=np.dtype(array.type.to_pandas_dtype()))
+    return np.concatenate(parts) if len(parts) != 1 else parts[0]
+
+
+def bools(array: Any) -> npt.NDArray[np.bool_]:
+    """Return a bool Arrow *array* as numpy's bools, a null as False."""
+    return numpy_of(array).astype(bool, copy=False)
+
+
+def from_numpy(values: npt.ArrayLike, kind: Any, *, valid: Any = None) -> Any:
+    """Return the numpy *values* as an Arrow array of type *kind* (bool, int or float), null
+    where *valid* (bools) is False."""
+    count = len(values)  # type: ignore[arg-type]
+    validity = None
+    nulls = 0
+    if valid is not None:
+        valid = np.asarray(valid, dtype=bool)
+        nulls = int(count - valid.sum())
+        if nulls:
+            validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if pa.types.is_boolean(kind):
+        data = pa.py_buffer(np.packbits(np.asarray(values, dtype=bool), bitorder="little"))
+    else:
+        dtype = np.dtype(kind.to_pandas_dtype())
+        data = pa.py_buffer(np.ascontiguousarray(values, dtype=dtype))
+    return pa.Array.from_buffers(kind, count, [validity, data], null_count=nulls)
+
+
+def strings(texts: Sequence[str | None], kind: Any = None) -> Any:
+    """Return *texts* as an Arrow string array (large_string for *kind* so), None as null."""
+    kind = pa.string() if kind is None else kind
+    encoded = [b"" if text is None else text.encode() for text in texts]
+    width = np.int64 if pa.types.is_large_string(kind) else np.int32
+    offsets = np.zeros(len(encoded) + 1, dtype=width)
+    np.cumsum([len(part) for part in encoded], out=offsets[1:])
+    valid = np.fromiter((text is not None for text in texts), dtype=bool, count=len(texts))
+    nulls = int(len(texts) - valid.sum())
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(kind, len(texts), buffers, null_count=nulls)
