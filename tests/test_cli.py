@@ -60,6 +60,48 @@ class TestMain:
         assert done.stdout.startswith(f"runlines {__version__}, C fast path: ")
 
 
+class TestNumberOptions:
+    """A port or an interval out of range is a usage error that names the range (exit 2)."""
+
+    @pytest.mark.parametrize("port", ["80000", "65536", "-1", "8000.5", "http", ""])
+    def test_serve_refuses_a_port_out_of_range(
+        self,
+        port: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["serve", f"--port={port}"]) == 2
+
+        err = capsys.readouterr().err
+        expected = "expected a port number from 0 to 65535 (0 picks a free one)"
+        assert f"runlines serve: error: argument --port: {expected}, got {port!r}" in err
+        assert "Traceback" not in err
+
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ["top", "--interval=0", "--once"],
+            ["top", "--interval=-1", "--once"],
+            ["top", "--interval=nan", "--once"],
+            ["top", "--interval=soon", "--once"],
+            ["tail", "-f", "--poll=-1", "x"],
+            ["tail", "-f", "--poll=inf", "x"],
+        ],
+    )
+    def test_an_interval_out_of_range_is_a_usage_error(
+        self, argv: list[str], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(argv) == 2
+
+        option = argv[1].split("=")[0] if argv[0] == "top" else "--poll"
+        assert f"argument {option}: expected seconds between 0.05 and 3600, got " in (
+            capsys.readouterr().err
+        )
+
+
 class TestLs:
     def test_lists_a_finished_run(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
         with (

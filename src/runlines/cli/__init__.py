@@ -18,6 +18,7 @@ from runlines import _native, reading
 from runlines._encoding import format_console
 from runlines._version import __version__
 from runlines.cli import _summaries
+from runlines.cli._options import seconds
 from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._files import check_source
@@ -136,7 +137,7 @@ def _add_tail(commands: Any) -> None:
     tail.add_argument("-n", type=_count, default=10, metavar="N", help="records (default 10)")
     tail.add_argument("-f", "--follow", action="store_true", help="wait for new records")
     tail.add_argument("--event", action="append", metavar="NAME", help="only this event")
-    tail.add_argument("--poll", type=float, default=_POLL_S, metavar="S", help=argparse.SUPPRESS)
+    tail.add_argument("--poll", type=seconds, default=_POLL_S, metavar="S", help=argparse.SUPPRESS)
     tail.set_defaults(handler=_tail)
 
 

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from runlines import _layout
 from runlines._layout import LOG_SUFFIX, RUN_START
+from runlines.cli._options import seconds
 from runlines.cli._summaries import unreadable_reason, warn_unreadable
 from runlines.cli._terminal import printable
 from runlines.errors import ReadError
@@ -611,21 +612,10 @@ def add_commands(subparsers: Any) -> None:
         "--metric", metavar="EVENT.FIELD", help="the metric of every run (default: per run)"
     )
     top.add_argument(
-        "--interval", type=_seconds, default=REFRESH_S, metavar="S", help="seconds per refresh"
+        "--interval", type=seconds, default=REFRESH_S, metavar="S", help="seconds per refresh"
     )
     top.add_argument("--once", action="store_true", help="print one frame and exit")
     top.set_defaults(handler=_top)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.05 <= value <= 3600:
-        msg = f"expected seconds between 0.05 and 3600, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
 
 
 def _top(args: argparse.Namespace) -> int:
