@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import re
@@ -272,6 +273,76 @@ class TestLs:
         assert err.startswith("runlines: error: ")
         assert "has no *.jsonl logs" in err
         assert err.count("\n") == 1
+
+    def test_lists_the_runs_of_several_sources(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(tmp_path / "a", "base", range(1, 3))
+        train(tmp_path / "a", "wide", range(1, 4))
+        train(tmp_path / "b", "base", range(1, 5))
+        solo = train(tmp_path / "c", "solo", range(1, 2))
+        train(tmp_path, "named", range(1, 6))
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["ls", "a", "b", str(solo), "named"]) == 0
+
+        header, *rows = capsys.readouterr().out.splitlines()
+        assert header.split()[:2] == ["RUN", "STATUS"]
+        # the same name in two folders is labelled by its folder, as in one folder's subfolders
+        assert [(r.split()[0], r.split()[6]) for r in rows] == [
+            ("a/base", "2"),
+            ("wide", "3"),
+            ("b/base", "4"),
+            ("solo", "1"),
+            ("named", "5"),
+        ]
+
+    def test_json_of_several_sources_lists_each_log_once(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        one = train(tmp_path / "a", "one", range(1, 3))
+        two = train(tmp_path / "b", "two", range(1, 4))
+
+        assert main(["ls", "--json", str(tmp_path / "a"), str(tmp_path / "b"), str(one)]) == 0
+
+        rows = json.loads(capsys.readouterr().out)
+        assert [(r["run"], r["path"], r["step"]) for r in rows] == [
+            ("one", str(one), 2),
+            ("two", str(two), 3),
+        ]
+
+    def test_a_missing_source_is_an_error(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        train(tmp_path / "a", "one", range(1, 3))
+
+        assert main(["ls", str(tmp_path / "a"), str(tmp_path / "nope")]) == 1
+
+        assert capsys.readouterr().err == (
+            f"runlines: error: no such log or folder: {tmp_path / 'nope'}; "
+            "pass a folder of logs or a .jsonl log file\n"
+        )
+
+    def test_a_folder_whose_logs_are_all_in_subfolders_suggests_r(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        train(tmp_path / "exp1", "base", range(1, 3))
+        train(tmp_path / "exp2" / "deep", "wide", range(1, 3))
+        (tmp_path / "notes.txt").write_text("no log")
+
+        assert main(["ls", str(tmp_path)]) == 1
+
+        err = capsys.readouterr().err
+        assert err == (
+            f"runlines: error: {tmp_path} has no *.jsonl logs of its own, but its subfolders "
+            f"hold 2 (exp1/base.jsonl, 1 more); list them with: runlines ls -r {tmp_path}\n"
+        )
+        assert main(["ls", "-r", str(tmp_path)]) == 0  # the suggestion works
+        rows = capsys.readouterr().out.splitlines()[1:]
+        assert [row.split()[0] for row in rows] == ["base", "wide"]
 
 
 class TestShow:

@@ -7,6 +7,7 @@ import importlib
 import json
 import math
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -115,7 +116,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_ls(commands: Any) -> None:
     ls = commands.add_parser("ls", help="list the runs in a folder, one line each")
-    ls.add_argument("dir", nargs="?", default=".", metavar="DIR", help="default: the current one")
+    ls.add_argument(
+        "sources",
+        nargs="*",
+        default=["."],
+        metavar="SOURCE",
+        help="folders of logs, log files or run names (default: the current folder)",
+    )
     ls.add_argument("-r", "--recursive", action="store_true", help="walk subfolders too")
     ls.add_argument("--sort", metavar="COLUMN", help="sort by a column; --sort=-COLUMN: descending")
     ls.add_argument("--columns", metavar="A,B", help="more columns: config.lr,eval.accuracy")
@@ -288,7 +295,7 @@ def _is_numeric(text: str) -> bool:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    logs = _ls_logs(Path(args.dir), recursive=args.recursive)
+    logs = _ls_logs(args.sources, recursive=args.recursive)
     ranks: dict[tuple[Path, str], int] = {}
     for log in logs:
         key = (log.path.parent, log.run)
@@ -332,13 +339,57 @@ def _readable_summary(
     return None
 
 
-def _ls_logs(folder: Path, *, recursive: bool) -> list[reading.LogFile]:
-    if not recursive:
-        return reading.find_logs(folder)
-    paths = sorted(p for p in folder.rglob(f"*{reading.LOG_SUFFIX}") if p.is_file())
-    if not paths:
-        return reading.find_logs(folder)  # the error that says there are none
+def _ls_logs(sources: Sequence[str], *, recursive: bool) -> list[reading.LogFile]:
+    """Return the logs `ls` lists: each folder's (with *recursive*, its subfolders' too), each
+    log file or run name's, in the order of *sources*; a log named twice once.
+    """
+    paths: list[Path] = []
+    for text in sources:
+        source = _ls_source(text)
+        paths.extend(_folder_logs(source, recursive=recursive) if source.is_dir() else [source])
     return reading.find_logs(*paths)
+
+
+def _ls_source(text: str) -> Path:
+    """Return the folder or log *text* names: a path, else a run name (`resolve_run`)."""
+    path = Path(text)
+    if path.exists():
+        return path
+    try:
+        return resolve_run(text)
+    except ReadError:
+        check_source(path)  # the error of a missing folder or log
+        raise
+
+
+def _folder_logs(folder: Path, *, recursive: bool) -> list[Path]:
+    """Return the logs of *folder*, by run; with *recursive*, every log under it, by path.
+
+    Raises:
+        ReadError: there is none; where its subfolders hold some, the error suggests `-r`.
+    """
+    if recursive:
+        below = _logs_below(folder)
+        if below:
+            return below
+    try:
+        return [log.path for log in reading.find_logs(folder)]
+    except ReadError:
+        below = [] if recursive else [p for p in _logs_below(folder) if p.parent != folder]
+        if not below:
+            raise
+    more = f", {len(below) - 1} more" if len(below) > 1 else ""
+    msg = (
+        f"{folder} has no *{reading.LOG_SUFFIX} logs of its own, but its subfolders hold "
+        f"{len(below)} ({below[0].relative_to(folder)}{more}); list them with: "
+        f"runlines ls -r {shlex.quote(str(folder))}"
+    )
+    raise ReadError(msg, str(folder))
+
+
+def _logs_below(folder: Path) -> list[Path]:
+    """Return every log file in *folder* and its subfolders, by path (what `ls -r` lists)."""
+    return sorted(p for p in folder.rglob(f"*{reading.LOG_SUFFIX}") if p.is_file())
 
 
 def _sorted_rows(rows: list[dict[str, Any]], key: str | None) -> list[dict[str, Any]]:
