@@ -446,8 +446,92 @@ class TestShow:
         err = capsys.readouterr().err
         assert err == (
             "runlines: error: no run 'nope': there is no file nope, and no nope.jsonl in "
-            f"{tmp_path} or in runs/; pass a log file, or a run name from the folder that holds "
-            "its log (list them: runlines ls)\n"
+            f"{tmp_path}, in runs/ or in a subfolder; pass a log file, or a run name from the "
+            "folder that holds its log (list them: runlines ls)\n"
+        )
+
+    @pytest.mark.parametrize(
+        "layout",
+        [
+            ["exp1/base", "exp2/deep/wide"],  # every log in a subfolder
+            ["exp1/base", "exp2/base", "exp3/other"],  # one name in two folders: labelled
+            ["sweep/a/x/base", "sweep/a/y/base"],  # labels relative to their common folder
+            ["top", "runs/lr/base"],
+        ],
+    )
+    def test_finds_each_run_ls_r_lists_by_the_name_it_shows(
+        self,
+        layout: list[str],
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        for where in layout:
+            folder, _, name = f"./{where}".rpartition("/")
+            train(tmp_path / folder, name, range(1, 3))
+        monkeypatch.chdir(tmp_path)
+        assert main(["ls", "-r", "--json"]) == 0
+        listed = {row["run"]: row["path"] for row in json.loads(capsys.readouterr().out)}
+        assert len(listed) == len(layout)
+
+        for name, path in listed.items():
+            assert main(["show", "--json", name]) == 0, capsys.readouterr().err
+            assert Path(json.loads(capsys.readouterr().out)["path"]) == Path(path)
+
+    def test_finds_a_run_by_the_run_name_its_records_hold(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        log = write(
+            tmp_path / "copied.jsonl",
+            line("run_start", run="orig", attempt=1),
+            line("train_step", run="orig", step=1, loss=0.5),
+        )
+        monkeypatch.chdir(tmp_path)
+        assert main(["ls"]) == 0
+        assert capsys.readouterr().out.splitlines()[1].split()[0] == "orig"
+
+        assert main(["show", "orig"]) == 0
+
+        assert re.search(rf"^log +{log.name}$", capsys.readouterr().out, re.M)
+
+    def test_finds_a_distributed_run_in_a_subfolder_with_its_ranks(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        for rank in ("0", "1"):
+            monkeypatch.setenv("RANK", rank)
+            train(tmp_path / "exp", "ddp", range(1, 4))
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["show", "ddp"]) == 0
+        out = capsys.readouterr().out
+        assert "log       exp/ddp.jsonl" in out
+        assert "rank 1 (exp/ddp.rank1.jsonl): ok" in out
+
+        assert main(["show", "ddp.rank1"]) == 0  # a rank file by its own name
+        assert "log       exp/ddp.rank1.jsonl" in capsys.readouterr().out
+
+    def test_a_name_two_logs_have_is_an_error_that_lists_them(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(tmp_path / "exp1", "base", range(1, 3))
+        train(tmp_path / "exp2", "base", range(1, 3))
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["show", "base"]) == 1
+
+        assert capsys.readouterr().err == (
+            f"runlines: error: run 'base' is ambiguous: 2 logs under {tmp_path} are named so "
+            "(exp1/base.jsonl, exp2/base.jsonl); pass the log file of the one you mean\n"
         )
 
     def test_a_folder_is_not_a_run(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,7 @@ from runlines.cli._options import seconds
 from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._files import check_source
-from runlines.reading._lines import RAISE_HINT
+from runlines.reading._lines import RAISE_HINT, decode_line, open_log
 from runlines.reading._rules import json_ready
 from runlines.reading._table import quick_summary_of, summary_of
 
@@ -41,6 +41,8 @@ COMMAND_GROUPS: list[str] = [
 ]
 _RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
 _CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
+_CANDIDATES: Final = 10  # an ambiguous run name's error lists this many of its logs
+_HEAD_BYTES: Final = 1 << 16  # a run's name is read from its first line, up to this long
 _sleep: Callable[[float], None] = time.sleep  # tests replace it to drive `tail -f` step by step
 
 
@@ -97,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Look at runlines logs: list runs, show one, follow it, compare and plot.",
         epilog=(
             "A RUN is a log file, or a run name looked up in the current folder (NAME.jsonl), "
-            "then in runs/."
+            "then in runs/, then as `runlines ls -r` names it."
         ),
     )
     version = f"runlines {__version__}, {_native.describe()}"
@@ -186,10 +188,12 @@ def _count(text: str) -> int:
 
 
 def resolve_run(text: str) -> Path:
-    """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder.
+    """Return the log of RUN *text*: a file, ``<text>.jsonl`` in the current folder or in
+    runs/, or the log under the current folder that `ls -r` lists as *text*.
 
     Raises:
-        ReadError: no such run, a folder, or a FIFO, socket or device named like a log.
+        ReadError: no such run, a name several logs have, a folder, or a FIFO, socket or
+            device named like a log.
     """
     candidates = _run_candidates(text)
     for candidate in candidates:
@@ -202,12 +206,54 @@ def resolve_run(text: str) -> Path:
     for candidate in candidates:
         if candidate.exists():
             check_source(candidate)  # the readers' rule: a FIFO would block, refuse it
+    listed = _listed_as(text)
+    if len(listed) == 1:
+        return listed[0]
+    if listed:
+        shown = ", ".join(str(p) for p in listed[:_CANDIDATES])
+        more = f" and {len(listed) - _CANDIDATES} more" if len(listed) > _CANDIDATES else ""
+        msg = (
+            f"run {text!r} is ambiguous: {len(listed)} logs under {Path.cwd()} are named so "
+            f"({shown}{more}); pass the log file of the one you mean"
+        )
+        raise ReadError(msg, text)
     msg = (
-        f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()} or in "
-        f"{_RUNS_DIR}/; pass a log "
+        f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()}, in "
+        f"{_RUNS_DIR}/ or in a subfolder; pass a log "
         "file, or a run name from the folder that holds its log (list them: runlines ls)"
     )
     raise ReadError(msg, text)
+
+
+def _listed_as(text: str) -> list[Path]:
+    """Return the logs under the current folder that `ls -r` names *text*, by path.
+
+    A log is named by its label where two folders hold runs of one name (`exp1/baseline`), by
+    the run name its first record holds, and by its file name without `.jsonl` (a rank file's
+    too: `ddp.rank1`). A label names one log, so it wins over the other names.
+    """
+    if not text or Path(text).is_absolute():
+        return []
+    logs = [reading.log_file(path) for path in _logs_below(Path("."))]
+    mains = [log for log in logs if log.rank is None]
+    labels = reading.run_labels(mains)
+    labelled = [log.path for log in mains if labels.get(log.path) == text]
+    if labelled:
+        return labelled
+    named = {log.path for log in logs if log.path.name == f"{text}{reading.LOG_SUFFIX}"}
+    named |= {log.path for log in mains if log.path not in labels and _run_name(log.path) == text}
+    return sorted(named)
+
+
+def _run_name(path: Path) -> str | None:
+    """Return the run name the first record of *path* holds; None when it holds none."""
+    try:
+        with open_log(path) as stream:
+            record = decode_line(stream.readline(_HEAD_BYTES))
+    except (OSError, ReadError, ValueError):  # unreadable, or no record on the first line
+        return None
+    name = record.get("run")
+    return name if isinstance(name, str) else None
 
 
 def _run_candidates(text: str) -> list[Path]:
