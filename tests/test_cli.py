@@ -757,6 +757,23 @@ class TestTail:
         assert "runlines: warning:" in captured.err
         assert "not a complete JSON object" in captured.err
 
+    def test_follow_finds_a_run_in_a_subfolder_and_refuses_an_ambiguous_name(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = train(tmp_path / "exp1", "base", range(1, 3))
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(cli, "_sleep", _writer(log, [line("train_step", run="base", step=9)]))
+
+        assert main(["tail", "-f", "-n", "1", "base"]) == 0
+        captured = capsys.readouterr()
+        assert [r.split()[1] for r in captured.out.splitlines()] == ["run_end", "train_step"]
+        assert "step=9" in captured.out.splitlines()[-1]
+        assert "waiting" not in captured.err
+
+        train(tmp_path / "exp2", "base", range(1, 3))
+        assert main(["tail", "-f", "base"]) == 1  # not a wait for ./base.jsonl
+        assert "run 'base' is ambiguous: 2 logs" in capsys.readouterr().err
+
     def test_follow_filters_events_and_stops_when_asked(
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:

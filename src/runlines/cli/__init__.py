@@ -216,13 +216,17 @@ def resolve_run(text: str) -> Path:
             f"run {text!r} is ambiguous: {len(listed)} logs under {Path.cwd()} are named so "
             f"({shown}{more}); pass the log file of the one you mean"
         )
-        raise ReadError(msg, text)
+        raise _AmbiguousRunError(msg, text)
     msg = (
         f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()}, in "
         f"{_RUNS_DIR}/ or in a subfolder; pass a log "
         "file, or a run name from the folder that holds its log (list them: runlines ls)"
     )
     raise ReadError(msg, text)
+
+
+class _AmbiguousRunError(ReadError):
+    """A run name that several logs have: `tail -f` waits for no run then."""
 
 
 def _listed_as(text: str) -> list[Path]:
@@ -712,8 +716,9 @@ def _tail(args: argparse.Namespace) -> int:
     events = set(args.event) if args.event else None
     try:
         path = resolve_run(args.run)
-    except ReadError:
-        if not args.follow or any(p.exists() for p in _run_candidates(args.run)):
+    except ReadError as err:
+        there = any(p.exists() for p in _run_candidates(args.run))
+        if not args.follow or there or isinstance(err, _AmbiguousRunError):
             raise  # only a run that is not there yet is waited for
         return _wait_and_follow(args, events)
     size = path.stat().st_size
