@@ -534,7 +534,7 @@ _COLUMNS: Final[tuple[tuple[str, Callable[[TopRow], str], bool], ...]] = (
     ("STEP", lambda r: _num(r.step), True),
     ("STEP/S", lambda r: _rate(r.steps_per_s), True),
     ("METRIC", lambda r: f"{r.metric}={_num(r.value)}" if r.metric else "-", False),
-    ("NAN/INF", lambda r: _nonfinite(r), False),
+    ("NAN/INF", _nonfinite, False),
     ("TREND", lambda r: "", False),  # drawn to the width left for it
     ("CPU", lambda r: _percent(r.cpu_percent), True),
     ("RSS", lambda r: _bytes(r.rss_bytes), True),
@@ -544,9 +544,8 @@ _COLUMNS: Final[tuple[tuple[str, Callable[[TopRow], str], bool], ...]] = (
 )
 # the columns a narrow terminal drops first (RUN, RANK and STATUS always stay)
 _DROP_ORDER: Final = (
-    *("LAST", "GPU MEM", "RSS", "CPU", "GPU", "TREND"),
-    *("STEP/S", "METRIC", "STEP", "NAN/INF"),
-)
+    "LAST", "GPU MEM", "RSS", "CPU", "GPU", "TREND", "STEP/S", "METRIC", "STEP", "NAN/INF"
+)  # fmt: skip
 
 
 def render_frame(
