@@ -117,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_ls(commands: Any) -> None:
-    ls = commands.add_parser("ls", help="list the runs in a folder, one line each")
+    ls = commands.add_parser("ls", help="list the runs in folders, one line each")
     ls.add_argument(
         "sources",
         nargs="*",
