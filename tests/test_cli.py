@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import math
 import os
 import re
@@ -58,6 +59,48 @@ class TestMain:
 
         assert done.returncode == 0
         assert done.stdout.startswith(f"runlines {__version__}, C fast path: ")
+
+
+class TestNumberOptions:
+    """A port or an interval out of range is a usage error that names the range (exit 2)."""
+
+    @pytest.mark.parametrize("port", ["80000", "65536", "-1", "8000.5", "http", ""])
+    def test_serve_refuses_a_port_out_of_range(
+        self,
+        port: str,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["serve", f"--port={port}"]) == 2
+
+        err = capsys.readouterr().err
+        expected = "expected a port number from 0 to 65535 (0 picks a free one)"
+        assert f"runlines serve: error: argument --port: {expected}, got {port!r}" in err
+        assert "Traceback" not in err
+
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ["top", "--interval=0", "--once"],
+            ["top", "--interval=-1", "--once"],
+            ["top", "--interval=nan", "--once"],
+            ["top", "--interval=soon", "--once"],
+            ["tail", "-f", "--poll=-1", "x"],
+            ["tail", "-f", "--poll=inf", "x"],
+        ],
+    )
+    def test_an_interval_out_of_range_is_a_usage_error(
+        self, argv: list[str], capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(argv) == 2
+
+        option = argv[1].split("=")[0] if argv[0] == "top" else "--poll"
+        assert f"argument {option}: expected seconds between 0.05 and 3600, got " in (
+            capsys.readouterr().err
+        )
 
 
 class TestLs:
@@ -231,6 +274,76 @@ class TestLs:
         assert "has no *.jsonl logs" in err
         assert err.count("\n") == 1
 
+    def test_lists_the_runs_of_several_sources(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(tmp_path / "a", "base", range(1, 3))
+        train(tmp_path / "a", "wide", range(1, 4))
+        train(tmp_path / "b", "base", range(1, 5))
+        solo = train(tmp_path / "c", "solo", range(1, 2))
+        train(tmp_path, "named", range(1, 6))
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["ls", "a", "b", str(solo), "named"]) == 0
+
+        header, *rows = capsys.readouterr().out.splitlines()
+        assert header.split()[:2] == ["RUN", "STATUS"]
+        # the same name in two folders is labelled by its folder, as in one folder's subfolders
+        assert [(r.split()[0], r.split()[6]) for r in rows] == [
+            ("a/base", "2"),
+            ("wide", "3"),
+            ("b/base", "4"),
+            ("solo", "1"),
+            ("named", "5"),
+        ]
+
+    def test_json_of_several_sources_lists_each_log_once(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        one = train(tmp_path / "a", "one", range(1, 3))
+        two = train(tmp_path / "b", "two", range(1, 4))
+
+        assert main(["ls", "--json", str(tmp_path / "a"), str(tmp_path / "b"), str(one)]) == 0
+
+        rows = json.loads(capsys.readouterr().out)
+        assert [(r["run"], r["path"], r["step"]) for r in rows] == [
+            ("one", str(one), 2),
+            ("two", str(two), 3),
+        ]
+
+    def test_a_missing_source_is_an_error(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        train(tmp_path / "a", "one", range(1, 3))
+
+        assert main(["ls", str(tmp_path / "a"), str(tmp_path / "nope")]) == 1
+
+        assert capsys.readouterr().err == (
+            f"runlines: error: no such log or folder: {tmp_path / 'nope'}; "
+            "pass a folder of logs or a .jsonl log file\n"
+        )
+
+    def test_a_folder_whose_logs_are_all_in_subfolders_suggests_r(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        train(tmp_path / "exp1", "base", range(1, 3))
+        train(tmp_path / "exp2" / "deep", "wide", range(1, 3))
+        (tmp_path / "notes.txt").write_text("no log")
+
+        assert main(["ls", str(tmp_path)]) == 1
+
+        err = capsys.readouterr().err
+        assert err == (
+            f"runlines: error: {tmp_path} has no *.jsonl logs of its own, but its subfolders "
+            f"hold 2 (exp1/base.jsonl, 1 more); list them with: runlines ls -r {tmp_path}\n"
+        )
+        assert main(["ls", "-r", str(tmp_path)]) == 0  # the suggestion works
+        rows = capsys.readouterr().out.splitlines()[1:]
+        assert [row.split()[0] for row in rows] == ["base", "wide"]
+
 
 class TestShow:
     @pytest.fixture(name="full_run")
@@ -333,8 +446,92 @@ class TestShow:
         err = capsys.readouterr().err
         assert err == (
             "runlines: error: no run 'nope': there is no file nope, and no nope.jsonl in "
-            f"{tmp_path} or in runs/; pass a log file, or a run name from the folder that holds "
-            "its log (list them: runlines ls)\n"
+            f"{tmp_path}, in runs/ or in a subfolder; pass a log file, or a run name from the "
+            "folder that holds its log (list them: runlines ls)\n"
+        )
+
+    @pytest.mark.parametrize(
+        "layout",
+        [
+            ["exp1/base", "exp2/deep/wide"],  # every log in a subfolder
+            ["exp1/base", "exp2/base", "exp3/other"],  # one name in two folders: labelled
+            ["sweep/a/x/base", "sweep/a/y/base"],  # labels relative to their common folder
+            ["top", "runs/lr/base"],
+        ],
+    )
+    def test_finds_each_run_ls_r_lists_by_the_name_it_shows(
+        self,
+        layout: list[str],
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        for where in layout:
+            folder, _, name = f"./{where}".rpartition("/")
+            train(tmp_path / folder, name, range(1, 3))
+        monkeypatch.chdir(tmp_path)
+        assert main(["ls", "-r", "--json"]) == 0
+        listed = {row["run"]: row["path"] for row in json.loads(capsys.readouterr().out)}
+        assert len(listed) == len(layout)
+
+        for name, path in listed.items():
+            assert main(["show", "--json", name]) == 0, capsys.readouterr().err
+            assert Path(json.loads(capsys.readouterr().out)["path"]) == Path(path)
+
+    def test_finds_a_run_by_the_run_name_its_records_hold(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        log = write(
+            tmp_path / "copied.jsonl",
+            line("run_start", run="orig", attempt=1),
+            line("train_step", run="orig", step=1, loss=0.5),
+        )
+        monkeypatch.chdir(tmp_path)
+        assert main(["ls"]) == 0
+        assert capsys.readouterr().out.splitlines()[1].split()[0] == "orig"
+
+        assert main(["show", "orig"]) == 0
+
+        assert re.search(rf"^log +{log.name}$", capsys.readouterr().out, re.M)
+
+    def test_finds_a_distributed_run_in_a_subfolder_with_its_ranks(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        for rank in ("0", "1"):
+            monkeypatch.setenv("RANK", rank)
+            train(tmp_path / "exp", "ddp", range(1, 4))
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["show", "ddp"]) == 0
+        out = capsys.readouterr().out
+        assert "log       exp/ddp.jsonl" in out
+        assert "rank 1 (exp/ddp.rank1.jsonl): ok" in out
+
+        assert main(["show", "ddp.rank1"]) == 0  # a rank file by its own name
+        assert "log       exp/ddp.rank1.jsonl" in capsys.readouterr().out
+
+    def test_a_name_two_logs_have_is_an_error_that_lists_them(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(tmp_path / "exp1", "base", range(1, 3))
+        train(tmp_path / "exp2", "base", range(1, 3))
+        monkeypatch.chdir(tmp_path)
+
+        assert main(["show", "base"]) == 1
+
+        assert capsys.readouterr().err == (
+            f"runlines: error: run 'base' is ambiguous: 2 logs under {tmp_path} are named so "
+            "(exp1/base.jsonl, exp2/base.jsonl); pass the log file of the one you mean\n"
         )
 
     def test_a_folder_is_not_a_run(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -559,6 +756,23 @@ class TestTail:
         assert "loss=0.25" in captured.out.splitlines()[-1]
         assert "runlines: warning:" in captured.err
         assert "not a complete JSON object" in captured.err
+
+    def test_follow_finds_a_run_in_a_subfolder_and_refuses_an_ambiguous_name(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        log = train(tmp_path / "exp1", "base", range(1, 3))
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(cli, "_sleep", _writer(log, [line("train_step", run="base", step=9)]))
+
+        assert main(["tail", "-f", "-n", "1", "base"]) == 0
+        captured = capsys.readouterr()
+        assert [r.split()[1] for r in captured.out.splitlines()] == ["run_end", "train_step"]
+        assert "step=9" in captured.out.splitlines()[-1]
+        assert "waiting" not in captured.err
+
+        train(tmp_path / "exp2", "base", range(1, 3))
+        assert main(["tail", "-f", "base"]) == 1  # not a wait for ./base.jsonl
+        assert "run 'base' is ambiguous: 2 logs" in capsys.readouterr().err
 
     def test_follow_filters_events_and_stops_when_asked(
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch

@@ -265,3 +265,66 @@ def test_cli_refuses_a_negative_tolerance_as_a_usage_error(
     assert main(["diff", "--atol=-inf", str(pair[0]), str(pair[1])]) == 2
 
     assert "atol must be a finite number >= 0" in capsys.readouterr().err
+
+
+class TestCommandLine:
+    """The command line (run_start's `argv`) is compared along with the config."""
+
+    def _run(self, path: Path, *argvs: list[str] | None) -> Path:
+        """Write a run of one attempt per argv (None: an attempt that recorded none)."""
+        records = []
+        for attempt, argv in enumerate(argvs, start=1):
+            start = {} if argv is None else {"argv": argv}
+            records.append(line("run_start", run=path.stem, attempt=attempt, **start))
+            records.append(line("train_step", run=path.stem, step=attempt, loss=1.0))
+        return write(path, *records)
+
+    def test_different_command_lines_are_reported_with_both(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        a = self._run(tmp_path / "a.jsonl", ["train.py", "--lr", "1e-3"])
+        b = self._run(tmp_path / "b.jsonl", ["train.py", "--lr", "1e-2", "--name", "my run"])
+
+        found = runlines.diff(a, b)
+        assert main(["diff", str(a), str(b)]) == 0
+        text = capsys.readouterr().out
+        assert main(["diff", "--json", str(a), str(b)]) == 0
+        data = json.loads(capsys.readouterr().out)
+
+        assert found.argv == (
+            ["train.py", "--lr", "1e-3"],
+            ["train.py", "--lr", "1e-2", "--name", "my run"],
+        )
+        assert data["argv"] == [list(found.argv[0]), list(found.argv[1])]
+        assert "argv" not in found.environment
+        assert (
+            "\ncommand\n  a: train.py --lr 1e-3\n  b: train.py --lr 1e-2 --name 'my run'\n" in text
+        )
+
+    def test_the_same_command_line_is_same(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        a = self._run(tmp_path / "a.jsonl", ["train.py", "--lr", "1e-3"])
+        b = self._run(tmp_path / "b.jsonl", ["train.py", "--lr", "1e-3"])
+
+        assert runlines.diff(a, b).argv is None
+        assert main(["diff", str(a), str(b)]) == 0
+        assert "\ncommand\n  same\n" in capsys.readouterr().out
+        assert main(["diff", "--json", str(a), str(b)]) == 0
+        assert json.loads(capsys.readouterr().out)["argv"] is None
+
+    def test_the_last_attempts_command_line_counts(self, tmp_path: Path) -> None:
+        a = self._run(tmp_path / "a.jsonl", ["train.py"], ["train.py", "--resume"])
+        b = self._run(tmp_path / "b.jsonl", ["train.py", "--resume"])
+
+        assert runlines.diff(a, b).argv is None
+
+    def test_a_run_that_recorded_none_differs_from_one_that_did(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        a = self._run(tmp_path / "a.jsonl", None)
+        b = self._run(tmp_path / "b.jsonl", ["train.py"])
+
+        assert runlines.diff(a, b).argv == (None, ["train.py"])
+        assert main(["diff", str(a), str(b)]) == 0
+        assert "\ncommand\n  a: - (not recorded)\n  b: train.py\n" in capsys.readouterr().out

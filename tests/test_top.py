@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import re
 import select
@@ -522,6 +523,153 @@ def test_a_bad_metric_option_says_the_form(
     )
 
 
+class TestNonfinite:
+    """A run that logged NaN or an infinity says so in its row, even once its metric recovered."""
+
+    def test_the_row_counts_the_non_finite_values_and_names_the_last(self, tmp_path: Path) -> None:
+        records = [start("a"), steps("a", 1, 3)]
+        records.append(line("train_step", "a", T0 + 2, step=4, loss=math.nan, lr=0.1))
+        records.append(line("eval", "a", T0 + 2, step=4, accuracy=-math.inf, n=math.nan))
+        records.append(steps("a", 5, 6, t0=T0 + 3))  # finite again: the metric looks fine
+        records.append(line("system", "a", T0 + 4, cpu_percent=math.nan))  # no metric
+        write(tmp_path / "a.jsonl", *records)
+        write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 6))
+        top = Top([tmp_path], alive=always_alive, clock=lambda: T0 + 5)
+        top.refresh()
+
+        a, b = top.rows()
+        frame = render_frame([a, b], width=200, height=None, title="T")
+
+        assert (a.nonfinite, a.last_nonfinite) == (2, ("eval.accuracy", -math.inf))
+        assert (b.nonfinite, b.last_nonfinite) == (0, None)
+        assert a.value == pytest.approx(1 / 6)
+        header = frame[1].split()
+        assert header[header.index("METRIC") + 1] == "NAN/INF"
+        assert re.search(r"^a .*train_step\.loss=0\.1667 +2 \(eval\.accuracy=-inf\) ", frame[2])
+        assert re.search(r"train_step\.loss=0\.1667 +- ", frame[3])
+
+    def test_a_narrow_terminal_keeps_the_mark_longest(self) -> None:
+        row = TopRow(
+            run="a",
+            status="running",
+            step=1200,
+            metric="train_step.loss",
+            value=0.5,
+            nonfinite=3,
+            last_nonfinite=("train_step.loss", math.nan),
+        )
+
+        frame = render_frame([row], width=40, height=None, title="T")
+
+        assert frame[1].split() == ["RUN", "STATUS", "NAN/INF"]
+        assert frame[2].split() == ["a", "running", "3", "(train_step.loss=nan)"]
+
+    def test_once_shows_the_mark(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        write(
+            tmp_path / "a.jsonl",
+            start("a"),
+            line("train_step", "a", T0, step=1, loss=math.inf),
+            line("run_end", "a", T0 + 1),
+        )
+
+        assert main(["top", str(tmp_path), "--once"]) == 0
+
+        out = capsys.readouterr().out.splitlines()
+        assert out[1].split()[:5] == ["RUN", "STATUS", "STEP", "METRIC", "NAN/INF"]
+        assert out[2].split()[:5] == ["a", "ok", "1", "train_step.loss=inf", "1"]
+
+
+class TestWaiting:
+    """A source that is not there yet is waited for, as `tail -f` waits for a log."""
+
+    def test_a_missing_folder_is_picked_up_once_it_appears(self, tmp_path: Path) -> None:
+        folder = tmp_path / "runs"
+        top = Top([folder], alive=always_alive, clock=lambda: T0 + 2, wait=True)
+        top.refresh()
+        assert top.rows() == []
+        assert top.waiting == [folder]
+        assert f"  {folder} (waiting for it to appear)  0 logs  " in _top.title_of(top, [], T0)
+
+        write(folder / "a.jsonl", start("a"), steps("a", 1, 3))
+        top.refresh()
+
+        assert [(row.run, row.step) for row in top.rows()] == [("a", 3)]
+        assert top.waiting == []
+        assert "waiting" not in _top.title_of(top, top.rows(), T0)
+
+    def test_a_missing_log_is_picked_up_once_it_appears(self, tmp_path: Path) -> None:
+        log = tmp_path / "later" / "a.jsonl"
+        write(tmp_path / "b.jsonl", start("b"), steps("b", 1, 2))
+        top = Top([log, tmp_path / "b.jsonl"], alive=always_alive, clock=lambda: T0, wait=True)
+        top.refresh()
+        assert [row.run for row in top.rows()] == ["b"]
+
+        write(log, start("a"), steps("a", 1, 3))
+        top.refresh()
+
+        assert [(row.run, row.step) for row in top.rows()] == [("a", 3), ("b", 2)]
+
+    def test_a_fifo_that_appears_is_refused(self, tmp_path: Path) -> None:
+        fifo = tmp_path / "a.jsonl"
+        top = Top([fifo], wait=True)
+        top.refresh()
+        os.mkfifo(fifo)
+
+        with pytest.raises(ValueError, match="is a FIFO"):
+            top.refresh()
+
+    def test_without_wait_a_missing_source_is_still_an_error(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["top", str(tmp_path / "nope"), "--once"]) == 1  # one frame waits for nothing
+
+        assert "runlines: error: no such log or folder: " in capsys.readouterr().err
+
+    def test_the_live_view_says_it_waits_and_draws_the_runs_once_they_appear(
+        self,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        folder = tmp_path / "runs"
+        frames: list[list[str]] = []
+
+        class Screen:  # the terminal, driven frame by frame: no time passes
+            def __init__(self, out: Any) -> None:
+                pass
+
+            def __enter__(self) -> Screen:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                pass
+
+            def size(self) -> tuple[int, int]:
+                return 160, 20
+
+            def draw(self, lines: list[str]) -> None:
+                frames.append(lines)
+
+            def wait_key(self, timeout_s: float) -> str:
+                if len(frames) == 1:  # the run starts while the view waits
+                    write(folder / "a.jsonl", start("a"), steps("a", 1, 3))
+                    return ""
+                return "q"
+
+        monkeypatch.setattr("runlines.cli._screen.Screen", Screen)
+        monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+
+        assert main(["top", str(folder), "--interval", "60"]) == 0
+
+        err = capsys.readouterr().err
+        assert err == f"runlines: waiting for {folder} to appear (Ctrl-C to stop)\n"
+        first, last = frames
+        assert f"  {folder} (waiting for it to appear)  0 logs  " in first[0]
+        assert first[2:] == []
+        assert "waiting" not in last[0]
+        assert last[2].split()[:3] == ["a", "died", "3"]
+
+
 # --- the live view, on a pseudo-terminal --------------------------------------------------------
 
 # The child makes the pty its controlling terminal (a session leader opening a tty), so that
@@ -661,6 +809,20 @@ class TestLive:
         status, raw = view.exit_status()
         assert status == 0
         assert raw.rstrip().endswith("\x1b[?25h\x1b[?1049l")
+
+    def test_a_missing_folder_is_waited_for_and_its_runs_drawn_once_it_appears(
+        self, tmp_path: Path, terminal: Any
+    ) -> None:
+        folder = tmp_path / "runs"
+        view = terminal([str(folder), "--interval", "0.05"], columns=400)
+        view.read_until(rf"runlines: waiting for {re.escape(str(folder))} to appear")
+        view.read_until(r"\(waiting for it to appear\)  0 logs")
+
+        write(folder / "a.jsonl", start("a"), steps("a", 1, 3))
+
+        view.read_until(r"a\s+died\s+3")
+        view.press(b"q")
+        assert view.exit_status()[0] == 0
 
     def test_a_resize_redraws_to_the_new_width(self, tmp_path: Path, terminal: Any) -> None:
         write(tmp_path / "a.jsonl", start("a"), steps("a", 1, 3))

@@ -7,6 +7,7 @@ import importlib
 import json
 import math
 import os
+import shlex
 import sys
 import time
 import warnings
@@ -18,10 +19,11 @@ from runlines import _native, reading
 from runlines._encoding import format_console
 from runlines._version import __version__
 from runlines.cli import _summaries
+from runlines.cli._options import seconds
 from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._files import check_source
-from runlines.reading._lines import RAISE_HINT
+from runlines.reading._lines import RAISE_HINT, decode_line, open_log
 from runlines.reading._rules import json_ready
 from runlines.reading._table import quick_summary_of, summary_of
 
@@ -39,6 +41,8 @@ COMMAND_GROUPS: list[str] = [
 ]
 _RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
 _CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
+_CANDIDATES: Final = 10  # an ambiguous run name's error lists this many of its logs
+_HEAD_BYTES: Final = 1 << 16  # a run's name is read from its first line, up to this long
 _sleep: Callable[[float], None] = time.sleep  # tests replace it to drive `tail -f` step by step
 
 
@@ -95,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Look at runlines logs: list runs, show one, follow it, compare and plot.",
         epilog=(
             "A RUN is a log file, or a run name looked up in the current folder (NAME.jsonl), "
-            "then in runs/."
+            "then in runs/, then as `runlines ls -r` names it."
         ),
     )
     version = f"runlines {__version__}, {_native.describe()}"
@@ -113,8 +117,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_ls(commands: Any) -> None:
-    ls = commands.add_parser("ls", help="list the runs in a folder, one line each")
-    ls.add_argument("dir", nargs="?", default=".", metavar="DIR", help="default: the current one")
+    ls = commands.add_parser("ls", help="list the runs in folders, one line each")
+    ls.add_argument(
+        "sources",
+        nargs="*",
+        default=["."],
+        metavar="SOURCE",
+        help="folders of logs, log files or run names (default: the current folder)",
+    )
     ls.add_argument("-r", "--recursive", action="store_true", help="walk subfolders too")
     ls.add_argument("--sort", metavar="COLUMN", help="sort by a column; --sort=-COLUMN: descending")
     ls.add_argument("--columns", metavar="A,B", help="more columns: config.lr,eval.accuracy")
@@ -136,7 +146,7 @@ def _add_tail(commands: Any) -> None:
     tail.add_argument("-n", type=_count, default=10, metavar="N", help="records (default 10)")
     tail.add_argument("-f", "--follow", action="store_true", help="wait for new records")
     tail.add_argument("--event", action="append", metavar="NAME", help="only this event")
-    tail.add_argument("--poll", type=float, default=_POLL_S, metavar="S", help=argparse.SUPPRESS)
+    tail.add_argument("--poll", type=seconds, default=_POLL_S, metavar="S", help=argparse.SUPPRESS)
     tail.set_defaults(handler=_tail)
 
 
@@ -178,10 +188,12 @@ def _count(text: str) -> int:
 
 
 def resolve_run(text: str) -> Path:
-    """Return the log of RUN *text*: a file, or ``<text>.jsonl`` in the current folder.
+    """Return the log of RUN *text*: a file, ``<text>.jsonl`` in the current folder or in
+    runs/, or the log under the current folder that `ls -r` lists as *text*.
 
     Raises:
-        ReadError: no such run, a folder, or a FIFO, socket or device named like a log.
+        ReadError: no such run, a name several logs have, a folder, or a FIFO, socket or
+            device named like a log.
     """
     candidates = _run_candidates(text)
     for candidate in candidates:
@@ -194,12 +206,58 @@ def resolve_run(text: str) -> Path:
     for candidate in candidates:
         if candidate.exists():
             check_source(candidate)  # the readers' rule: a FIFO would block, refuse it
+    listed = _listed_as(text)
+    if len(listed) == 1:
+        return listed[0]
+    if listed:
+        shown = ", ".join(str(p) for p in listed[:_CANDIDATES])
+        more = f" and {len(listed) - _CANDIDATES} more" if len(listed) > _CANDIDATES else ""
+        msg = (
+            f"run {text!r} is ambiguous: {len(listed)} logs under {Path.cwd()} are named so "
+            f"({shown}{more}); pass the log file of the one you mean"
+        )
+        raise _AmbiguousRunError(msg, text)
     msg = (
-        f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()} or in "
-        f"{_RUNS_DIR}/; pass a log "
+        f"no run {text!r}: there is no file {text}, and no {named} in {Path.cwd()}, in "
+        f"{_RUNS_DIR}/ or in a subfolder; pass a log "
         "file, or a run name from the folder that holds its log (list them: runlines ls)"
     )
     raise ReadError(msg, text)
+
+
+class _AmbiguousRunError(ReadError):
+    """A run name that several logs have: `tail -f` waits for no run then."""
+
+
+def _listed_as(text: str) -> list[Path]:
+    """Return the logs under the current folder that `ls -r` names *text*, by path.
+
+    A log is named by its label where two folders hold runs of one name (`exp1/baseline`), by
+    the run name its first record holds, and by its file name without `.jsonl` (a rank file's
+    too: `ddp.rank1`). A label names one log, so it wins over the other names.
+    """
+    if not text or Path(text).is_absolute():
+        return []
+    logs = [reading.log_file(path) for path in _logs_below(Path("."))]
+    mains = [log for log in logs if log.rank is None]
+    labels = reading.run_labels(mains)
+    labelled = [log.path for log in mains if labels.get(log.path) == text]
+    if labelled:
+        return labelled
+    named = {log.path for log in logs if log.path.name == f"{text}{reading.LOG_SUFFIX}"}
+    named |= {log.path for log in mains if log.path not in labels and _run_name(log.path) == text}
+    return sorted(named)
+
+
+def _run_name(path: Path) -> str | None:
+    """Return the run name the first record of *path* holds; None when it holds none."""
+    try:
+        with open_log(path) as stream:
+            record = decode_line(stream.readline(_HEAD_BYTES))
+    except (OSError, ReadError, ValueError):  # unreadable, or no record on the first line
+        return None
+    name = record.get("run")
+    return name if isinstance(name, str) else None
 
 
 def _run_candidates(text: str) -> list[Path]:
@@ -287,7 +345,7 @@ def _is_numeric(text: str) -> bool:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    logs = _ls_logs(Path(args.dir), recursive=args.recursive)
+    logs = _ls_logs(args.sources, recursive=args.recursive)
     ranks: dict[tuple[Path, str], int] = {}
     for log in logs:
         key = (log.path.parent, log.run)
@@ -331,13 +389,57 @@ def _readable_summary(
     return None
 
 
-def _ls_logs(folder: Path, *, recursive: bool) -> list[reading.LogFile]:
-    if not recursive:
-        return reading.find_logs(folder)
-    paths = sorted(p for p in folder.rglob(f"*{reading.LOG_SUFFIX}") if p.is_file())
-    if not paths:
-        return reading.find_logs(folder)  # the error that says there are none
+def _ls_logs(sources: Sequence[str], *, recursive: bool) -> list[reading.LogFile]:
+    """Return the logs `ls` lists: each folder's (with *recursive*, its subfolders' too), each
+    log file or run name's, in the order of *sources*; a log named twice once.
+    """
+    paths: list[Path] = []
+    for text in sources:
+        source = _ls_source(text)
+        paths.extend(_folder_logs(source, recursive=recursive) if source.is_dir() else [source])
     return reading.find_logs(*paths)
+
+
+def _ls_source(text: str) -> Path:
+    """Return the folder or log *text* names: a path, else a run name (`resolve_run`)."""
+    path = Path(text)
+    if path.exists():
+        return path
+    try:
+        return resolve_run(text)
+    except ReadError:
+        check_source(path)  # the error of a missing folder or log
+        raise
+
+
+def _folder_logs(folder: Path, *, recursive: bool) -> list[Path]:
+    """Return the logs of *folder*, by run; with *recursive*, every log under it, by path.
+
+    Raises:
+        ReadError: there is none; where its subfolders hold some, the error suggests `-r`.
+    """
+    if recursive:
+        below = _logs_below(folder)
+        if below:
+            return below
+    try:
+        return [log.path for log in reading.find_logs(folder)]
+    except ReadError:
+        below = [] if recursive else [p for p in _logs_below(folder) if p.parent != folder]
+        if not below:
+            raise
+    more = f", {len(below) - 1} more" if len(below) > 1 else ""
+    msg = (
+        f"{folder} has no *{reading.LOG_SUFFIX} logs of its own, but its subfolders hold "
+        f"{len(below)} ({below[0].relative_to(folder)}{more}); list them with: "
+        f"runlines ls -r {shlex.quote(str(folder))}"
+    )
+    raise ReadError(msg, str(folder))
+
+
+def _logs_below(folder: Path) -> list[Path]:
+    """Return every log file in *folder* and its subfolders, by path (what `ls -r` lists)."""
+    return sorted(p for p in folder.rglob(f"*{reading.LOG_SUFFIX}") if p.is_file())
 
 
 def _sorted_rows(rows: list[dict[str, Any]], key: str | None) -> list[dict[str, Any]]:
@@ -614,8 +716,9 @@ def _tail(args: argparse.Namespace) -> int:
     events = set(args.event) if args.event else None
     try:
         path = resolve_run(args.run)
-    except ReadError:
-        if not args.follow or any(p.exists() for p in _run_candidates(args.run)):
+    except ReadError as err:
+        there = any(p.exists() for p in _run_candidates(args.run))
+        if not args.follow or there or isinstance(err, _AmbiguousRunError):
             raise  # only a run that is not there yet is waited for
         return _wait_and_follow(args, events)
     size = path.stat().st_size

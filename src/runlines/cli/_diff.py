@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from typing import Any
 
 from runlines.cli._terminal import printable_lines
@@ -59,6 +60,13 @@ def format_diff(found: RunDiff) -> str:
     config += [f"  added    {k}: {_v(v)}" for k, v in sorted(found.added.items())]
     config += [f"  removed  {k}: {_v(v)}" for k, v in sorted(found.removed.items())]
     lines += ["", "config", *(config or ["  same"])]
+    lines += ["", "command"]
+    if found.argv is None:
+        lines.append("  same")
+    else:
+        lines += [
+            f"  {side}: {_command(argv)}" for side, argv in zip("ab", found.argv, strict=True)
+        ]
     env = [f"  {k}: {_v(a)} -> {_v(b)}" for k, (a, b) in found.environment.items()]
     lines += ["", "environment", *(env or ["  same, as far as both recorded it"])]
     lines += ["", "metrics"]
@@ -74,6 +82,15 @@ def format_diff(found: RunDiff) -> str:
     if not found.metrics:
         lines.append("  no (event, field) logged at the same steps by both")
     return "\n".join(lines)
+
+
+def _command(argv: Any) -> str:
+    """Return a run_start's argv as one line; '-' for none (a foreign log may hold anything)."""
+    if argv is None:
+        return "- (not recorded)"
+    if isinstance(argv, list):
+        return shlex.join(map(str, argv)) or "-"
+    return str(argv)
 
 
 def _v(value: Any) -> str:

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from runlines import _layout
 from runlines._layout import LOG_SUFFIX, RUN_START
+from runlines.cli._options import seconds
 from runlines.cli._summaries import unreadable_reason, warn_unreadable
 from runlines.cli._terminal import printable
 from runlines.errors import ReadError
@@ -65,6 +66,8 @@ class TopRow:
     gpu_util_percent: float | None = None
     gpu_mem_used_bytes: float | None = None
     gpu_mem_total_bytes: float | None = None
+    nonfinite: int = 0  # the NaN and infinite values the run's metrics logged
+    last_nonfinite: tuple[str, float] | None = None  # the last of them: (`<event>.<field>`, value)
 
 
 # --- following the runs ------------------------------------------------------------------------
@@ -123,6 +126,8 @@ class RunWatch:
         self.candidates: dict[str, str] = {}  # event -> the field its trend follows
         self.trends: dict[str, Trend] = {}  # `<event>.<field>` -> its values over the run
         self.paces: dict[str, deque[tuple[float, float]]] = {}  # event -> (ts, step or count)
+        self.nonfinite = 0
+        self.last_nonfinite: tuple[str, float] | None = None
 
     def refresh(self) -> int:
         """Read the records appended since the last refresh; return the bytes read."""
@@ -185,6 +190,7 @@ class RunWatch:
             return
         self.counts[event] += 1
         self._pace(event, record)
+        self._count_nonfinite(event, record)
         field = self.candidates.get(event)
         if field is None:  # until a record of the event has a metric to follow
             field = _trend_field(event, record, self.metric)
@@ -197,6 +203,13 @@ class RunWatch:
             if trend is None:
                 trend = self.trends[key] = Trend(_TREND_POINTS)
             trend.add(float(value))
+
+    def _count_nonfinite(self, event: str, record: Mapping[str, Any]) -> None:
+        """Count the NaN and infinite metric values of *record* (decoded: floats again)."""
+        for name, value in record.items():
+            if type(value) is float and not math.isfinite(value) and name not in BOOKKEEPING:
+                self.nonfinite += 1
+                self.last_nonfinite = (f"{event}.{name}", value)
 
     def _pace(self, event: str, record: Mapping[str, Any]) -> None:
         ts: Any = record.get("ts")
@@ -248,6 +261,8 @@ class RunWatch:
             gpu_util_percent=_gpu(values, "util_percent", statistics.fmean),
             gpu_mem_used_bytes=_gpu(values, "mem_used_bytes", math.fsum),
             gpu_mem_total_bytes=_gpu(values, "mem_total_bytes", math.fsum),
+            nonfinite=self.nonfinite,
+            last_nonfinite=self.last_nonfinite,
         )
 
 
@@ -313,6 +328,8 @@ class Top:
     run. *clock* gives the time the stall rule compares with; *alive* says whether a log's
     writer holds its lock, asked of a run without `run_end` at most every LOCK_EVERY_S of
     *monotonic* (a probe is the costly part of a refresh; a run that ends says so in its log).
+    With *wait*, a source that does not exist yet is waited for (`waiting`), as `tail -f`
+    waits for a log: its runs are picked up by the refresh after it appears.
     """
 
     def __init__(
@@ -323,8 +340,11 @@ class Top:
         clock: Callable[[], float] = time.time,
         alive: Callable[[Path], bool] = is_locked,
         monotonic: Callable[[], float] = time.monotonic,
+        wait: bool = False,
     ) -> None:
         self.sources = [Path(source) for source in sources]
+        # the sources not there yet, waited for; each leaves once it appears
+        self.waiting = [s for s in self.sources if wait and not s.exists()]
         self.metric = metric
         self.clock = clock
         self.alive = alive
@@ -337,7 +357,8 @@ class Top:
 
     def _check_sources(self) -> None:
         for source in self.sources:
-            if not source.is_dir():  # a folder may be empty: its runs can start later
+            # a folder may be empty: its runs can start later
+            if not source.is_dir() and source not in self.waiting:
                 check_source(source)
 
     def refresh(self) -> int:
@@ -366,7 +387,11 @@ class Top:
 
     def _discover(self) -> None:
         found: list[LogFile] = []
+        if self.waiting:
+            self._appeared()
         for source in self.sources:
+            if source in self.waiting:
+                continue
             if source.is_dir():
                 found.extend(self._logs_in(source))
             else:
@@ -383,6 +408,13 @@ class Top:
         self.watches = dict(
             sorted(watches.items(), key=lambda item: (item[1].log.run, item[1].log.rank or 0))
         )
+
+    def _appeared(self) -> None:
+        """Stop waiting for the sources that now exist; refuse one that is no folder or log."""
+        for source in [s for s in self.waiting if s.exists()]:
+            if not source.is_dir():
+                check_source(source)  # a FIFO named like a log would block: refused
+            self.waiting.remove(source)
 
     def _logs_in(self, folder: Path) -> list[LogFile]:
         """Return the logs of *folder*: a new name is checked to be a regular file once."""
@@ -484,6 +516,14 @@ def _gpu_mem(row: TopRow) -> str:
     return _bytes(row.gpu_mem_used_bytes)
 
 
+def _nonfinite(row: TopRow) -> str:
+    """Return how many NaN and infinite values the run logged, and the last: `2 (loss=nan)`."""
+    if not row.nonfinite or row.last_nonfinite is None:
+        return "-"
+    key, value = row.last_nonfinite
+    return f"{row.nonfinite} ({key}={_num(value)})"
+
+
 _TREND_WIDTH: Final = 20
 _RUN_WIDTH: Final = 28
 # (header, cell, right-aligned); the order they show in
@@ -494,6 +534,7 @@ _COLUMNS: Final[tuple[tuple[str, Callable[[TopRow], str], bool], ...]] = (
     ("STEP", lambda r: _num(r.step), True),
     ("STEP/S", lambda r: _rate(r.steps_per_s), True),
     ("METRIC", lambda r: f"{r.metric}={_num(r.value)}" if r.metric else "-", False),
+    ("NAN/INF", _nonfinite, False),
     ("TREND", lambda r: "", False),  # drawn to the width left for it
     ("CPU", lambda r: _percent(r.cpu_percent), True),
     ("RSS", lambda r: _bytes(r.rss_bytes), True),
@@ -502,7 +543,9 @@ _COLUMNS: Final[tuple[tuple[str, Callable[[TopRow], str], bool], ...]] = (
     ("LAST", lambda r: " ".join(f"{k}={_num(v)}" for k, v in r.last) or "-", False),
 )
 # the columns a narrow terminal drops first (RUN, RANK and STATUS always stay)
-_DROP_ORDER: Final = ("LAST", "GPU MEM", "RSS", "CPU", "GPU", "TREND", "STEP/S", "METRIC", "STEP")
+_DROP_ORDER: Final = (
+    "LAST", "GPU MEM", "RSS", "CPU", "GPU", "TREND", "STEP/S", "METRIC", "STEP", "NAN/INF"
+)  # fmt: skip
 
 
 def render_frame(
@@ -577,7 +620,10 @@ def _cut(text: str, width: int) -> str:
 
 def title_of(top: Top, rows: Sequence[TopRow], now: float) -> str:
     """Return the frame's first line: the sources, the runs by status, the time, how to quit."""
-    where = " ".join(str(source) for source in top.sources)
+    where = " ".join(
+        f"{source} (waiting for it to appear)" if source in top.waiting else str(source)
+        for source in top.sources
+    )
     counts = Counter(row.status for row in rows)
     by_status = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     runs = f"{len(rows)} logs" + (f" ({by_status})" if by_status else "")
@@ -611,21 +657,10 @@ def add_commands(subparsers: Any) -> None:
         "--metric", metavar="EVENT.FIELD", help="the metric of every run (default: per run)"
     )
     top.add_argument(
-        "--interval", type=_seconds, default=REFRESH_S, metavar="S", help="seconds per refresh"
+        "--interval", type=seconds, default=REFRESH_S, metavar="S", help="seconds per refresh"
     )
     top.add_argument("--once", action="store_true", help="print one frame and exit")
     top.set_defaults(handler=_top)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not 0.05 <= value <= 3600:
-        msg = f"expected seconds between 0.05 and 3600, got {text!r}"
-        raise argparse.ArgumentTypeError(msg)
-    return value
 
 
 def _top(args: argparse.Namespace) -> int:
@@ -633,9 +668,12 @@ def _top(args: argparse.Namespace) -> int:
         msg = f"--metric takes EVENT.FIELD (e.g. train_step.loss), got {args.metric!r}"
         raise ReadError(msg)
     sources = args.sources or ["."] + ([_RUNS_DIR] if Path(_RUNS_DIR).is_dir() else [])
-    top = Top(sources, metric=args.metric)
+    once = args.once or not sys.stdout.isatty()
+    top = Top(sources, metric=args.metric, wait=not once)  # one frame waits for nothing
+    for source in top.waiting:
+        print(f"runlines: waiting for {source} to appear (Ctrl-C to stop)", file=sys.stderr)
     chars = SPARKS if _can_encode(sys.stdout, SPARKS + "…") else ASCII_SPARKS
-    if args.once or not sys.stdout.isatty():
+    if once:
         top.refresh()
         rows = top.rows()
         width = shutil.get_terminal_size((120, 24)).columns

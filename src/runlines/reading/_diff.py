@@ -63,18 +63,22 @@ class RunDiff:
     changed: dict[str, tuple[Any, Any]]  # config keys whose value differs: (a, b)
     environment: dict[str, tuple[Any, Any]]  # recorded by both, different: (a, b)
     metrics: list[MetricDiff]
+    # the command lines (run_start's `argv`) when they differ: (a, b); None when the same
+    argv: tuple[Any, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the diff as JSON-ready values: `runlines diff --json` and `/api/diff` print it.
 
         ``{a, b, added: {key: b}, removed: {key: a}, changed: {key: [a, b]}, environment:
-        {key: [a, b]}, metrics: [{event, field, step, a, b, last_shared_step, where, agrees}]}``;
+        {key: [a, b]}, metrics: [{event, field, step, a, b, last_shared_step, where, agrees}],
+        argv: [a, b] or null}``;
         non-finite floats are the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``.
         ``where`` names the differing record by its string fields: ``{"split": "val"}``.
         """
         out = dataclasses.asdict(self)
         out["changed"] = {k: list(v) for k, v in self.changed.items()}
         out["environment"] = {k: list(v) for k, v in self.environment.items()}
+        out["argv"] = None if self.argv is None else list(self.argv)
         for metric, item in zip(self.metrics, out["metrics"], strict=True):
             item["agrees"] = metric.agrees
         return {key: json_ready(value) for key, value in out.items()}
@@ -89,7 +93,8 @@ def diff(
 ) -> RunDiff:
     """Return what differs between the runs logged in *a* and *b* (two log files).
 
-    Config keys (nested keys dotted) added, removed and changed; the environment both runs
+    Config keys (nested keys dotted) added, removed and changed; the command lines (`argv`)
+    when they differ; the environment both runs
     recorded in their run_start (git, python, host, packages, gpu...); and for every
     (event, field) both logged, the first step where |a - b| > atol + rtol * |b|, with both
     values, or the last shared step when they agree. Every record of a step is compared:
@@ -114,6 +119,7 @@ def diff(
         changed=_changed(config_a, config_b),
         environment=_changed(env_a, env_b),
         metrics=_metrics(_read(a), _read(b), rtol, atol),
+        argv=_argv(start_a, start_b),
     )
 
 
@@ -158,6 +164,12 @@ def _last_start(source: str | os.PathLike[str]) -> Mapping[str, Any]:
     # an attempt without a config keeps the one before, as in runs()
     configs = [r["config"] for r in starts if isinstance(r.get("config"), Mapping)]
     return {**starts[-1], "config": configs[-1] if configs else None}
+
+
+def _argv(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    """Return the two runs' command lines when they differ (the last attempts'), else None."""
+    argv_a, argv_b = a.get("argv"), b.get("argv")
+    return None if _same(argv_a, argv_b) else (argv_a, argv_b)
 
 
 def _config(start: Mapping[str, Any]) -> dict[str, Any]:
