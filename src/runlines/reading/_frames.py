@@ -449,7 +449,8 @@ def compare(
 
     The columns are nullable ``Float64``: a value the run logged as NaN or an infinity stays
     ``nan``, ``inf`` or ``-inf``, and a step the run has no record of is ``pd.NA``
-    (``table.isna()`` is True only there). A NaN among a step's records makes its ``mean``,
+    (``table.isna()`` is True only there; pandas' arithmetic on Float64 turns a NaN into
+    pd.NA, so tell them apart first). A NaN among a step's records makes its ``mean``,
     ``median``, ``min``, ``max``, ``sum`` and ``std`` NaN; ``first`` and ``last`` are that
     record's value, and ``count`` counts every record that holds the metric.
 
