@@ -472,7 +472,12 @@ def compare(
     rows = frame[frame["__logged"].to_numpy(dtype=bool) & frame[by].notna().to_numpy()]
     # an event that is no string (a hand-written `"event": []`) is no metric's event; a mask,
     # not a list, which pandas would take for column names when no row is left
-    rows = rows[rows["event"].map(lambda event: isinstance(event, str)).astype(bool)]
+    named = rows["event"]
+    if named.dtype == object:  # a text column needs no look at each value
+        named = named.map(lambda event: isinstance(event, str)).astype(bool)
+    else:
+        named = named.notna()
+    rows = rows[named.to_numpy(dtype=bool)]
     events = list(pd.unique(rows["event"]))
     key = rows["run"]
     if len(events) > 1:  # the same field in several events: a column per run and event
@@ -487,24 +492,27 @@ def _aggregated(pd: Any, rows: pd.DataFrame, by: str, agg: str, columns: list[An
     import numpy as np
 
     keys = [by, "__column"]
-    groups = rows.groupby(keys, sort=True)["__value"]
-    if agg in ("first", "last"):  # that record's value, NaN or not (groupby's skip NaN)
-        picked = rows.drop_duplicates(keys, keep=agg).set_index(keys)["__value"]
-        found = picked.reindex(groups.size().index)
-    elif agg == "count":
-        found = groups.size().astype("float64")
+    has_nan = bool(np.isnan(rows["__value"].to_numpy()).any())
+    if has_nan:
+        rows = rows.assign(__nan=np.isnan(rows["__value"].to_numpy()))
+    grouped = rows.groupby(keys, sort=True)  # one grouping for every aggregate below
+    seen = grouped.size()
+    if agg == "count":
+        found = seen.astype("float64")
+    elif agg in ("first", "last") and has_nan:  # groupby's first and last skip NaN
+        found = rows.drop_duplicates(keys, keep=agg).set_index(keys)["__value"]
     else:
-        found = groups.agg(agg)
-        has_nan = rows["__value"].isna().groupby([rows[by], rows["__column"]], sort=True).any()
-        found = found.mask(has_nan.reindex(found.index, fill_value=False), np.nan)
+        found = grouped["__value"].agg(agg)
+        if has_nan and agg not in ("first", "last"):  # a NaN among the records: NaN
+            found = found.mask(grouped["__nan"].any(), np.nan)
     wide = found.unstack("__column")
-    seen = groups.size().unstack("__column")
-    index = wide.index if len(found) else pd.Index([], name=by, dtype=rows[by].dtype)
+    present = seen.unstack("__column")
+    index = present.index if len(seen) else pd.Index([], name=by, dtype=rows[by].dtype)
     table = pd.DataFrame(
         {
             column: pd.arrays.FloatingArray(
-                wide[column].to_numpy(dtype="float64", na_value=np.nan),
-                seen[column].isna().to_numpy(),
+                wide[column].reindex(index).to_numpy(dtype="float64", na_value=np.nan),
+                present[column].isna().to_numpy(),
             )
             for column in columns
         },
