@@ -92,13 +92,16 @@ def _result(
     import contextlib
 
     from runlines import sql
-    from runlines.reading._duckdb import _run_sql
+    from runlines.reading._duckdb import _import_duckdb, _query_error, _run_sql
 
     with contextlib.closing(sql.connect(*sources, superseded=superseded)) as con:
         relation = _run_sql(con, text)
         if relation is None:  # e.g. CREATE TABLE
             return None
-        return list(relation.columns), relation.fetchall()
+        try:
+            return list(relation.columns), relation.fetchall()
+        except _import_duckdb("query").Error as err:  # one that fails as it runs: a bad cast
+            raise _query_error(err) from err
 
 
 def _rows_json(text: str, sources: list[str], *, superseded: bool) -> str:
