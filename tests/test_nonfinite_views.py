@@ -106,6 +106,18 @@ class TestCompareFrame:
         assert math.isnan(runlines.compare(log, metric="loss", agg="last")["r"].iloc[0])
         assert runlines.compare(log, metric="loss", agg="count")["r"].iloc[0] == 2
 
+    def test_a_metric_logged_only_as_nan_is_compared(self, tmp_path: Path) -> None:
+        log = write(
+            tmp_path / "r.jsonl",
+            line("train_step", run="r", step=1, loss=math.nan),
+            line("train_step", run="r", ts=T0 + 1, step=2, loss=math.nan),
+        )
+
+        table = runlines.compare(log, metric="loss")
+
+        assert table["r"].isna().tolist() == [False, False]
+        assert all(math.isnan(v) for v in table["r"])
+
     def test_by_elapsed_seconds_keeps_the_nan(self, logs: tuple[Path, Path]) -> None:
         table = runlines.compare(logs[0], metric="loss", by="elapsed_s")
 

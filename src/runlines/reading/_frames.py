@@ -397,9 +397,11 @@ def numeric_fields(frame: pd.DataFrame) -> list[str]:
     ]
 
 
-def _check_numeric(frame: pd.DataFrame, name: str, role: str) -> None:
+def _check_numeric(frame: pd.DataFrame, name: str, role: str, logged: Any = None) -> None:
+    """Raise FieldError unless *name* is a numeric field that a record holds (*logged*: the
+    rows that hold it, NaN included; default: the rows where it is not NaN)."""
     fields = numeric_fields(frame)
-    if name in fields and frame[name].notna().any():
+    if name in fields and (frame[name].notna() if logged is None else logged).any():
         return
     what = "is not numeric" if name in frame.columns else "is in no record"
     hint = did_you_mean(name, fields)
@@ -466,7 +468,7 @@ def compare(
         raise FieldError(msg)
     pd = import_pandas("compare()")
     frame = _logged(sources, event, metric, by)
-    _check_numeric(frame, metric, "metric")
+    _check_numeric(frame, metric, "metric", frame.get("__logged"))
     if by not in _TIME_AXES:
         _check_numeric(frame, by, "by")
     rows = frame[frame["__logged"].to_numpy(dtype=bool) & frame[by].notna().to_numpy()]
