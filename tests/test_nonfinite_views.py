@@ -65,6 +65,25 @@ class TestCompareFrame:
         assert a.iloc[3] is pd.NA
         assert table["b"].isna().tolist() == [True, True, True, False]
 
+    @pytest.mark.parametrize("compact", [False, True], ids=["jsonl", "parquet-copy"])
+    def test_a_run_written_by_run_reads_alike_through_its_copy(
+        self, tmp_path: Path, compact: bool
+    ) -> None:
+        with runlines.Run(
+            "r", tmp_path, stdout=False, system=False, compact=compact, on_nonfinite="ignore"
+        ) as run:
+            run.log("train_step", step=1, loss=0.5)
+            run.log("train_step", step=2, loss=math.nan)
+            run.log("train_step", step=4, loss=math.inf)
+        write(tmp_path / "o.jsonl", line("train_step", run="o", step=3, loss=0.25))
+        assert (tmp_path / "r.parquet").exists() == compact
+
+        table = runlines.compare(tmp_path, metric="loss")
+
+        assert table["r"].isna().tolist() == [False, False, True, False]
+        assert math.isnan(table["r"].iloc[1])
+        assert table["r"].iloc[3] == math.inf
+
     def test_a_logged_none_is_no_record(self, tmp_path: Path) -> None:
         log = write(
             tmp_path / "r.jsonl",
