@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["draw_metric", "plot_metric"]
+__all__ = ["draw_metric", "nonfinite_count", "plot_metric", "runs_and_events"]
 
 _INSTALL = "plotting needs matplotlib: pip install 'runlines[plot]'"
+_STYLES: Final = ("-", "--", ":", "-.")  # one per event, in the order the columns have them
+_MARKED_POINTS: Final = 30  # a line of this many points or fewer marks each one
+NONFINITE_GID: Final = "nonfinite"  # the gid of the marks of NaN and infinities
 
 
 def _figure() -> Any:
@@ -30,17 +33,42 @@ def _figure() -> Any:
 def draw_metric(
     table: pd.DataFrame, *, metric: str, by: str = "step", title: str | None = None
 ) -> Any:
-    """Return a matplotlib Figure with one line per run of *table* (a `compare` result).
+    """Return a matplotlib Figure with one line per column of *table* (a `compare` result).
+
+    Each run has one colour, each event (columns labelled ``run · event``) one line style.
+    A NaN or an infinity the run logged is a mark at the edge of the axes at its x (``inf`` at
+    the top, ``-inf`` at the bottom, NaN at the top, hollow), and the run's label in the
+    legend counts them: ``baseline (3 non-finite)``. A step with no record is a gap.
 
     Raises:
         ImportError: matplotlib is not installed.
     """
+    import numpy as np
+
     figure = _figure()
     axes = figure.add_subplot()
-    for run in table.columns:
-        values = table[run].dropna()
-        xs, ys = values.index.to_numpy(dtype=float), values.to_numpy(dtype=float)
-        axes.plot(xs, ys, label=str(run), linewidth=1.6, marker="o" if len(xs) <= 30 else None)
+    colours = _colours()
+    runs, events = runs_and_events(table.columns)
+    run_colour = {run: colours[i % len(colours)] for i, run in enumerate(dict.fromkeys(runs))}
+    event_style = {e: _STYLES[i % len(_STYLES)] for i, e in enumerate(dict.fromkeys(events))}
+    for column, run, event in zip(table.columns, runs, events, strict=True):
+        xs, ys = _points(table[column], table.index)
+        finite = np.isfinite(ys)
+        count = int((~finite).sum())
+        label = str(column) + (f" ({count:,} non-finite)" if count else "")
+        colour, style = run_colour[run], event_style[event]
+        few = len(xs) <= _MARKED_POINTS
+        axes.plot(
+            xs[finite],
+            ys[finite],
+            label=label,
+            color=colour,
+            linestyle=style,
+            linewidth=1.6,
+            marker="o" if few else None,
+        )
+        if count:
+            _mark_nonfinite(axes, xs[~finite], ys[~finite], colour, str(column))
     if table.index.dtype.kind in "iu" or str(table.index.dtype) == "Int64":
         from matplotlib.ticker import MaxNLocator
 
@@ -52,6 +80,74 @@ def draw_metric(
     if len(table.columns):
         axes.legend(title="run")
     return figure
+
+
+def _colours() -> list[str]:
+    """Return the colours of matplotlib's cycle (rcParams), one per run in turn."""
+    import matplotlib as mpl
+
+    cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color")
+    return list(cycle) if cycle else ["C0"]
+
+
+def runs_and_events(columns: Any) -> tuple[list[str], list[str]]:
+    """Return each `compare` column's run and event: ``run · event`` split, else event ``""``."""
+    from runlines.reading._frames import SEPARATOR
+
+    labels = [str(column) for column in columns]
+    if not all(SEPARATOR in label for label in labels) or not labels:
+        return labels, [""] * len(labels)
+    pairs = [label.rsplit(SEPARATOR, 1) for label in labels]
+    return [run for run, _ in pairs], [event for _, event in pairs]
+
+
+def nonfinite_count(table: pd.DataFrame) -> int:
+    """Return how many values of *table* (a `compare` result) are NaN or infinite."""
+    import numpy as np
+
+    found = (_points(table[column], table.index)[1] for column in table.columns)
+    return sum(int((~np.isfinite(ys)).sum()) for ys in found)
+
+
+def _points(column: pd.Series, index: pd.Index) -> tuple[Any, Any]:
+    """Return the x and y of the steps with a record, NaN and infinities kept.
+
+    In a `compare` table (Float64) a step with no record is pd.NA; in a plain float column,
+    where NaN is also what pandas writes for none, a NaN is taken for no record.
+    """
+    import numpy as np
+
+    values = column.to_numpy(dtype="float64", na_value=np.nan)
+    nullable = str(column.dtype) == "Float64"
+    recorded = ~column.isna().to_numpy(dtype=bool) if nullable else ~np.isnan(values)
+    xs = index.to_numpy(dtype="float64", na_value=np.nan)
+    return xs[recorded], values[recorded]
+
+
+def _mark_nonfinite(axes: Any, xs: Any, ys: Any, colour: str, column: str) -> None:
+    """Mark NaN and inf at the top edge of *axes*, -inf at the bottom, at their x."""
+    import numpy as np
+
+    for kind, chosen, edge, marker, face in (
+        ("inf", ys == np.inf, 1.0, "^", colour),
+        ("-inf", ys == -np.inf, 0.0, "v", colour),
+        ("NaN", np.isnan(ys), 1.0, "o", "none"),
+    ):
+        if not chosen.any():
+            continue
+        axes.plot(
+            xs[chosen],
+            np.full(int(chosen.sum()), edge),
+            transform=axes.get_xaxis_transform(),  # x in data, y in axes: the edge
+            linestyle="none",
+            marker=marker,
+            markersize=7,
+            markerfacecolor=face,
+            markeredgecolor=colour,
+            clip_on=False,
+            label=f"_{column} {kind}",  # a leading underscore keeps it out of the legend
+            gid=NONFINITE_GID,
+        )
 
 
 def plot_metric(

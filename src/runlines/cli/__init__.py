@@ -307,6 +307,8 @@ def _duration(seconds: float | None) -> str:
 
 
 def _value(value: Any) -> str:
+    """Return a cell of a table: ``-`` for no value, ``nan``, ``inf`` and ``-inf`` as logged."""
+    value = _plain(value)
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -809,38 +811,51 @@ def _compare_table(args: argparse.Namespace) -> Any:
 
 def _compare(args: argparse.Namespace) -> int:
     table = _compare_table(args)
+    runs = [str(run) for run in table.columns]
+    # column by column: a row of a Float64 frame (iterrows) would read pd.NA back as NaN
+    columns = [[_plain(v) for v in table[run].array] for run in table.columns]
+    steps = [_plain(at) for at in table.index]
     if args.json:
         found = [
-            {args.by: _plain(at), **{str(c): _plain(v) for c, v in values.items()}}
-            for at, values in table.iterrows()
+            {args.by: at, **dict(zip(runs, values, strict=True))}
+            for at, *values in zip(steps, *columns, strict=True)
         ]
         print(json.dumps(json_ready(found), default=str, allow_nan=False))
         return 0
-    header = [args.by, *(str(run) for run in table.columns)]
-    rows = [
-        [_value(_plain(at)), *(_value(_plain(v)) for v in values)]
-        for at, values in table.iterrows()
-    ]
-    print(_table(header, rows))
+    rows = [[_value(v) for v in row] for row in zip(steps, *columns, strict=True)]
+    print(_table([args.by, *runs], rows))
     return 0
 
 
 def _plain(value: Any) -> Any:
-    """Return a numpy or pandas scalar as a Python number, and a missing value as None."""
-    if hasattr(value, "item"):
-        value = value.item()
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """Return a numpy or pandas scalar as a Python value: pd.NA and NaT (no record) as None,
+    a NaN or an infinity as the float it is.
+    """
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
         return None
+    if hasattr(value, "item"):
+        return value.item()
     return value
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from runlines._plotting import plot_metric
+    from runlines._plotting import nonfinite_count, plot_metric, runs_and_events
 
     table = _compare_table(args)
     path = plot_metric(table, args.output, metric=args.metric, by=args.by)
-    print(f"wrote {path} ({args.metric} by {args.by}, {len(table.columns)} runs)")
+    runs, events = (set(names) for names in runs_and_events(table.columns))
+    drawn = [_counted(len(runs), "run")]
+    if len(events) > 1:  # a line style per event
+        drawn.append(_counted(len(events), "event"))
+    marked = nonfinite_count(table)
+    if marked:
+        drawn.append(f"{_counted(marked, 'non-finite value')} marked at the edge")
+    print(printable(f"wrote {path} ({args.metric} by {args.by}, {', '.join(drawn)})"))
     return 0
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 # --- which -----------------------------------------------------------------------------------

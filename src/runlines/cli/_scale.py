@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from runlines.cli._terminal import printable, printable_lines
+from runlines.cli._terminal import printable
 from runlines.errors import RunlinesError
 from runlines.reading._rules import json_ready
 
@@ -76,29 +76,42 @@ def _query(args: argparse.Namespace) -> int:
         if args.json:
             print(_rows_json(args.sql, args.sources, superseded=args.superseded))
             return
-        frame = sql.query(args.sql, *args.sources, superseded=args.superseded)
-        print(_table(frame))
+        print(_table(_result(args.sql, args.sources, superseded=args.superseded)))
 
     return _reporting_errors(run)
 
 
-def _rows_json(text: str, sources: list[str], *, superseded: bool) -> str:
-    """Return the rows of SQL *text* as a JSON array, in the convention of every `--json`.
+def _result(
+    text: str, sources: list[str], *, superseded: bool
+) -> tuple[list[str], list[tuple[Any, ...]]] | None:
+    """Return the column names and rows of SQL *text*; None for a statement without a result.
 
     Taken from DuckDB's rows, not a pandas frame: a float column in pandas holds NULL as NaN,
     so a NaN the run logged and a value it never logged would print alike.
     """
     import contextlib
-    import json
 
     from runlines import sql
-    from runlines.reading._duckdb import _run_sql
+    from runlines.reading._duckdb import _import_duckdb, _query_error, _run_sql
 
     with contextlib.closing(sql.connect(*sources, superseded=superseded)) as con:
         relation = _run_sql(con, text)
-        if relation is None:  # a statement without a result, e.g. CREATE TABLE
-            return "[]"
-        names, rows = relation.columns, relation.fetchall()
+        if relation is None:  # e.g. CREATE TABLE
+            return None
+        try:
+            return list(relation.columns), relation.fetchall()
+        except _import_duckdb("query").Error as err:  # one that fails as it runs: a bad cast
+            raise _query_error(err) from err
+
+
+def _rows_json(text: str, sources: list[str], *, superseded: bool) -> str:
+    """Return the rows of SQL *text* as a JSON array, in the convention of every `--json`."""
+    import json
+
+    result = _result(text, sources, superseded=superseded)
+    if result is None:
+        return "[]"
+    names, rows = result
     found = [dict(zip(names, row, strict=True)) for row in rows]
     return json.dumps(json_ready(found), default=_json_default, allow_nan=False)
 
@@ -111,24 +124,27 @@ def _json_default(value: Any) -> Any:
     return isoformat() if callable(isoformat) else str(value)
 
 
-def _table(frame: Any) -> str:
-    if frame.columns.empty:
+def _table(result: tuple[list[str], list[tuple[Any, ...]]] | None) -> str:
+    """Return a SQL result as aligned columns: SQL NULL as ``NULL``, NaN as ``nan``."""
+    if result is None or not result[0]:
         return "(no result)"
-    if frame.empty:
-        return "  ".join(printable(str(c)) for c in frame.columns) + "\n(0 rows)"
-    text: str = _printable_frame(frame).to_string(index=False, na_rep="NULL")
-    return printable_lines(text)
+    names, rows = result
+    header = [printable(str(name)) for name in names]
+    if not rows:
+        return "  ".join(header) + "\n(0 rows)"
+    cells = [header, *([_cell(value) for value in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(names))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in cells]
+    return "\n".join(lines)
 
 
-def _printable_frame(frame: Any) -> Any:
-    """Return a copy of *frame* whose column names and text values are `printable`."""
-    shown = frame.copy()
-    shown.columns = [printable(str(c)) for c in frame.columns]
-    for i, kind in enumerate(shown.dtypes):
-        if kind == "object":
-            column = shown.iloc[:, i]
-            shown.iloc[:, i] = column.map(lambda v: printable(v) if isinstance(v, str) else v)
-    return shown
+def _cell(value: Any) -> str:
+    """Return one value of a SQL result as the table shows it, `printable`."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.6g}"  # nan, inf and -inf as the other tables print them
+    return printable(str(value))
 
 
 def _export(args: argparse.Namespace) -> int:

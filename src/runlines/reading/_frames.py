@@ -122,13 +122,28 @@ def load(
     check_errors(errors)
     if engine != "pandas":
         return _load_duckdb(sources, event, columns, superseded, errors, engine)
+    return _load_frame(sources, event, columns, superseded, errors, "load()")
+
+
+def _load_frame(
+    sources: tuple[str | os.PathLike[str], ...],
+    event: str | Iterable[str] | None,
+    columns: Iterable[str] | None,
+    superseded: bool,
+    errors: Errors,
+    caller: str,
+    present: dict[str, _Bools] | None = None,
+) -> pd.DataFrame:
+    """Return load()'s frame; fill *present*'s keys, number columns, with where a record
+    holds a value (NaN and infinities included), as `load_with_presence` does.
+    """
     names = event_names(event)
     found = find_logs(*sources)
-    _prefetch_pandas("load()")
+    _prefetch_pandas(caller)
     import numpy as np
 
     logs = [read_log(log, errors, names) for log in found]
-    pd = import_pandas("load()")
+    pd = import_pandas(caller)
     table = _Columns(logs)
     attempt, rewound = _attempts(table, logs)
     keep = np.ones(table.num_rows, dtype=bool) if superseded else ~rewound
@@ -136,7 +151,8 @@ def load(
         keep &= _event_rows(table, names, {e for log in logs for e in log.skipped})
     # with no event filter, or columns named, the table gives the frame and nothing more
     done = names is None or columns is not None
-    frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, columns), done)
+    output = _output_names(table, logs, columns)
+    frame = _frame(pd, table, logs, keep, attempt, output, done, present)
     if names is None or columns is not None:
         return frame
     empty = [n for n in frame.columns if n not in FIRST_COLUMNS and frame[n].isna().all()]
@@ -220,9 +236,11 @@ def _frame(
     attempt: _Ints,
     names: list[str],
     release: bool = False,
+    present: dict[str, _Bools] | None = None,
 ) -> pd.DataFrame:
     """Return the frame of columns *names*; with *release*, each column's Arrow values are
-    dropped from *table* once the frame's column is built.
+    dropped from *table* once the frame's column is built. Each key of *present* that is a
+    number column gets the rows that hold a value.
     """
     import numpy as np
 
@@ -250,7 +268,10 @@ def _frame(
             return _run_column(pd, built(name), logs, which_log)
         if name == "rank":
             return _rank_column(pd, table, layout, logs, which_log)
-        return _series(pd, built(name), as_float=name == "ts")
+        values = built(name)
+        if present is not None and name in present and isinstance(values, _Numbers):
+            present[name] = values.valid
+        return _series(pd, values, as_float=name == "ts")
 
     return pd.DataFrame(dict(zip(names, _in_threads(column, names), strict=True)), copy=False)
 
@@ -376,9 +397,11 @@ def numeric_fields(frame: pd.DataFrame) -> list[str]:
     ]
 
 
-def _check_numeric(frame: pd.DataFrame, name: str, role: str) -> None:
+def _check_numeric(frame: pd.DataFrame, name: str, role: str, logged: Any = None) -> None:
+    """Raise FieldError unless *name* is a numeric field that a record holds (*logged*: the
+    rows that hold it, NaN included; default: the rows where it is not NaN)."""
     fields = numeric_fields(frame)
-    if name in fields and frame[name].notna().any():
+    if name in fields and (frame[name].notna() if logged is None else logged).any():
         return
     what = "is not numeric" if name in frame.columns else "is in no record"
     hint = did_you_mean(name, fields)
@@ -391,6 +414,25 @@ def _with_elapsed(frame: pd.DataFrame, names: list[str] | None) -> pd.DataFrame:
     """Add `elapsed_s` (seconds since each run's first record), then keep events *names*."""
     frame[ELAPSED] = frame["ts"] - frame.groupby("run", sort=False)["ts"].transform("min")
     return frame if names is None else frame[frame["event"].isin(names)]
+
+
+def _logged(sources: tuple[str | os.PathLike[str], ...], event: Any, metric: str, by: str) -> Any:
+    """Return load()'s frame for compare, with `__logged`: whether a record holds *metric*."""
+    import numpy as np
+
+    def read(events: Any) -> tuple[pd.DataFrame, dict[str, _Bools]]:
+        present: dict[str, _Bools] = {metric: np.zeros(0, dtype=bool)}
+        found = _load_frame(sources, events, None, False, "warn", "compare()", present)
+        return found, present
+
+    frame, present = read(event)
+    derive = by == ELAPSED and by not in frame.columns
+    if derive:  # each run's first record counts, whatever its event
+        frame, present = read(None)
+    if metric in frame.columns:
+        logged = present[metric]
+        frame["__logged"] = logged if len(logged) == len(frame) else frame[metric].notna()
+    return _with_elapsed(frame, event_names(event)) if derive else frame
 
 
 def compare(
@@ -407,6 +449,13 @@ def compare(
     values of different events are never combined. *by* may be any numeric field, ``ts``,
     or ``elapsed_s``: seconds since the run's first record.
 
+    The columns are nullable ``Float64``: a value the run logged as NaN or an infinity stays
+    ``nan``, ``inf`` or ``-inf``, and a step the run has no record of is ``pd.NA``
+    (``table.isna()`` is True only there; pandas' arithmetic on Float64 turns a NaN into
+    pd.NA, so tell them apart first). A NaN among a step's records makes its ``mean``,
+    ``median``, ``min``, ``max``, ``sum`` and ``std`` NaN; ``first`` and ``last`` are that
+    record's value, and ``count`` counts every record that holds the metric.
+
     Raises:
         FieldError: *metric* or *by* is not a numeric field of any record.
         ValueError: an unknown *agg*.
@@ -418,23 +467,58 @@ def compare(
         msg = f"metric and by are both {by!r}; compare a metric by another field, e.g. step"
         raise FieldError(msg)
     pd = import_pandas("compare()")
-    frame = load(*sources, event=event)
-    if by == ELAPSED and by not in frame.columns:
-        frame = _with_elapsed(load(*sources), event_names(event))
-    _check_numeric(frame, metric, "metric")
+    frame = _logged(sources, event, metric, by)
+    _check_numeric(frame, metric, "metric", frame.get("__logged"))
     if by not in _TIME_AXES:
         _check_numeric(frame, by, "by")
-    rows = frame[frame[metric].notna() & frame[by].notna()]
+    rows = frame[frame["__logged"].to_numpy(dtype=bool) & frame[by].notna().to_numpy()]
     # an event that is no string (a hand-written `"event": []`) is no metric's event; a mask,
     # not a list, which pandas would take for column names when no row is left
-    rows = rows[rows["event"].map(lambda event: isinstance(event, str)).astype(bool)]
+    named = rows["event"]
+    if named.dtype == object:  # a text column needs no look at each value
+        named = named.map(lambda event: isinstance(event, str)).astype(bool)
+    else:
+        named = named.notna()
+    rows = rows[named.to_numpy(dtype=bool)]
     events = list(pd.unique(rows["event"]))
     key = rows["run"]
     if len(events) > 1:  # the same field in several events: a column per run and event
         key = rows["run"].astype(str) + SEPARATOR + rows["event"].astype(str)
-    rows = rows.assign(__column=key)
-    table = rows.pivot_table(index=by, columns="__column", values=metric, aggfunc=agg, sort=True)
-    columns = [c for c in pd.unique(rows["__column"]) if c in table.columns]
-    table = table.reindex(columns=columns)
+    rows = pd.DataFrame({by: rows[by], "__column": key, "__value": rows[metric].astype("float64")})
+    columns = list(pd.unique(rows["__column"]))
+    return _aggregated(pd, rows, by, agg, columns)
+
+
+def _aggregated(pd: Any, rows: pd.DataFrame, by: str, agg: str, columns: list[Any]) -> Any:
+    """Return the table of *rows* (`by`, `__column`, `__value`): Float64, pd.NA where none."""
+    import numpy as np
+
+    keys = [by, "__column"]
+    has_nan = bool(np.isnan(rows["__value"].to_numpy()).any())
+    if has_nan:
+        rows = rows.assign(__nan=np.isnan(rows["__value"].to_numpy()))
+    grouped = rows.groupby(keys, sort=True)  # one grouping for every aggregate below
+    seen = grouped.size()
+    if agg == "count":
+        found = seen.astype("float64")
+    elif agg in ("first", "last") and has_nan:  # groupby's first and last skip NaN
+        found = rows.drop_duplicates(keys, keep=agg).set_index(keys)["__value"]
+    else:
+        found = grouped["__value"].agg(agg)
+        if has_nan and agg not in ("first", "last"):  # a NaN among the records: NaN
+            found = found.mask(grouped["__nan"].any(), np.nan)
+    wide = found.unstack("__column")
+    present = seen.unstack("__column")
+    index = present.index if len(seen) else pd.Index([], name=by, dtype=rows[by].dtype)
+    table = pd.DataFrame(
+        {
+            column: pd.arrays.FloatingArray(
+                wide[column].reindex(index).to_numpy(dtype="float64", na_value=np.nan),
+                present[column].isna().to_numpy(),
+            )
+            for column in columns
+        },
+        index=index,
+    )
     table.columns.name = "run"
     return table
