@@ -51,8 +51,8 @@ def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
     context.close()
 
 
-def _chart(page: Any, event: str, field: str) -> Any:
-    return page.locator(f'.chart[data-event="{event}"][data-field="{field}"]')
+def _chart(page: Any, event: str, field: str, board: str = "#charts") -> Any:
+    return page.locator(f'{board} .chart[data-event="{event}"][data-field="{field}"]')
 
 
 def test_page_loads_without_console_errors_and_lists_runs_with_status(
@@ -244,3 +244,141 @@ def _expect_the_problem_shown(page: Any) -> None:
     expect(problem).to_have_attribute("title", re.compile(r"stale\.parquet is not used"))
     page.locator('#runs tr[data-run="stale"] a').click()
     expect(page.locator(".panel .problem")).to_have_text(re.compile("runlines compact"))
+
+
+def _sweep(folder: Path) -> None:
+    """Two runs: one whose loss goes to inf for its last 10 steps, with events of every group."""
+    records = [line("run_start", "inf", T0, attempt=1, config={"lr": 0.1})]
+    for step in range(1, 101):
+        loss = float("inf") if step > 90 else 1.0 / step
+        records.append(line("fit", "inf", T0 + step, step=step, loss=loss))
+        if step % 50 == 0:
+            records.append(line("eval", "inf", T0 + step, step=step, accuracy=step / 100))
+            records.append(line("batch", "inf", T0 + step, step=step, size=32))
+            records.append(line("system", "inf", T0 + step, rss_bytes=25_300_000_000))
+            records.append(line("span", "inf", T0 + step, name="save", duration_s=0.0012))
+    records.append(line("run_end", "inf", T0 + 101, status="ok"))
+    write(folder / "inf.jsonl", *records)
+    write(
+        folder / "plain.jsonl",
+        line("run_start", "plain", T0, attempt=1, config={"lr": 0.2}),
+        *(line("fit", "plain", T0 + s, step=s, loss=0.5, ratio=1 + s * 1e-5) for s in range(1, 10)),
+        line("run_end", "plain", T0 + 10, status="ok"),
+    )
+
+
+def test_the_runs_page_orders_pins_filters_and_labels_its_charts(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    _sweep(serve_dir)
+    page.goto(server.url)
+    loss = _chart(page, "fit", "loss")
+    expect(loss).to_have_attribute("data-runs", "2")
+
+    # the x range holds the marks past the last finite point, and they name their run
+    assert float(loss.get_attribute("data-x-max")) >= 100
+    expect(loss.locator(".marks")).to_have_text(re.compile(r"10 non-finite \(Infinity\)"))
+    expect(loss.locator(".marks")).to_have_attribute(
+        "title", re.compile("inf: Infinity \u00d710 from step 91")
+    )
+    # the user's events first, as first logged; then eval-like; then system and spans
+    order = [
+        f"{c.get_attribute('data-event')}.{c.get_attribute('data-field')}"
+        for c in page.locator("#charts .chart").all()
+    ]
+    assert order == [
+        "fit.loss", "fit.ratio", "batch.size", "eval.accuracy", "system.rss_bytes", "span.save",
+    ]  # fmt: skip
+    # y labels: each distinct, and never wider than their axis
+    ratio = _chart(page, "fit", "ratio")
+    ticks = ratio.get_attribute("data-y-ticks").split("|")
+    assert len(ticks) > 2
+    assert len(set(ticks)) == len(ticks), ticks
+    widest = page.evaluate(
+        """(labels) => {
+          const c = document.createElement("canvas").getContext("2d");
+          c.font = "12px system-ui";
+          return Math.max(...labels.map((t) => c.measureText(t).width));
+        }""",
+        ticks,
+    )
+    assert float(ratio.get_attribute("data-y-axis-width")) >= widest
+    # units from the field vocabulary, in the table; metric columns before the config's
+    row = page.locator('#runs tr[data-run="inf"]')
+    expect(row).to_contain_text("25.3 GB")
+    columns = page.locator("#runs").get_attribute("data-columns").split("|")
+    assert columns.index("fit.loss") < columns.index("config.lr")
+    assert columns.index("system.rss_bytes") < columns.index("config.lr")
+
+    # a chart pinned to the top stays there in the URL
+    _chart(page, "eval", "accuracy").locator(".pin").click()
+    expect(page.locator("#charts .chart").first).to_have_attribute("data-event", "eval")
+    assert "pin=eval%3Aaccuracy" in page.url
+    page.reload()
+    expect(page.locator("#charts .chart").first).to_have_attribute("data-event", "eval")
+    expect(page.locator("#charts h2").first).to_have_text("pinned")
+
+    # the table filter filters the charts too
+    page.fill("#filter", "plain")
+    expect(_chart(page, "fit", "loss")).to_have_attribute("data-runs", "1")
+    expect(_chart(page, "eval", "accuracy")).to_have_count(0)
+    assert errors == []
+
+
+def test_the_run_page_has_each_attempts_status_its_traceback_and_its_charts(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in <module>\nValueError: boom\n'
+    )
+    write(
+        serve_dir / "r.jsonl",
+        line("run_start", "r", T0, attempt=1),
+        *(line("train_step", "r", T0 + s, step=s, loss=1.0 / s) for s in range(1, 6)),
+        line("run_start", "r", T0 + 100, attempt=2, resume_step=5),  # the first was killed
+        *(line("train_step", "r", T0 + 100 + s, step=s, loss=1.0 / s) for s in range(6, 9)),
+        line(
+            "run_end",
+            "r",
+            T0 + 104,
+            status="failed",
+            exc_type="ValueError",
+            exc_message="boom",
+            traceback=trace,
+        ),
+    )
+
+    page.goto(server.url + "#/run/r")
+
+    view = page.locator("#view-run")
+    expect(view.locator("td .badge")).to_have_text(["died", "failed"])
+    expect(view.locator("tr", has_text="died")).to_contain_text("5.0 s")
+    expect(view.locator("tr", has_text="ValueError: boom").first).to_contain_text("4.0 s")
+    expect(view.locator("pre.trace")).to_contain_text('File "train.py", line 9, in <module>')
+    chart = _chart(page, "train_step", "loss", board=".run-charts")
+    expect(chart).to_have_attribute("data-points", "8")
+    assert errors == []
+
+
+def test_a_run_that_starts_while_the_page_is_open_is_drawn_while_following(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    for name in "abcde":
+        train(serve_dir, name, range(1, 4))
+    page.goto(server.url)
+    chart = _chart(page, "train_step", "loss")
+    expect(chart).to_have_attribute("data-runs", "5")  # as many as are selected at first
+    follow = page.locator("#follow")
+    expect(follow).to_be_visible()
+    expect(follow).to_be_checked()
+
+    train(serve_dir, "f", range(1, 4))
+
+    expect(chart).to_have_attribute("data-runs", "6")
+    follow.uncheck()
+    train(serve_dir, "g", range(1, 4))
+    expect(page.locator('#runs tr[data-run="g"]')).to_be_visible()
+    expect(page.locator('#runs tr[data-run="g"] input')).not_to_be_checked()
+    expect(chart).to_have_attribute("data-runs", "6")
+    assert errors == []
