@@ -303,6 +303,13 @@ def test_the_runs_page_orders_pins_filters_and_labels_its_charts(
         ticks,
     )
     assert float(ratio.get_attribute("data-y-axis-width")) >= widest
+    # and each says its tick exactly, in the unit of its field
+    assert page.evaluate("fmtTicks([0, 250, 500, 750, 1000, 1250], null, 250)") == [
+        "0", "250", "500", "750", "1000", "1250",
+    ]  # fmt: skip
+    assert page.evaluate("fmtTicks([18e9, 18.5e9, 19e9], 'bytes', 5e8)") == [
+        "18 GB", "18.5 GB", "19 GB",
+    ]  # fmt: skip
     # units from the field vocabulary, in the table; metric columns before the config's
     row = page.locator('#runs tr[data-run="inf"]')
     expect(row).to_contain_text("25.3 GB")

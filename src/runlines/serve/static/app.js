@@ -116,15 +116,21 @@ function fmtUnit(value, unit) {
   return fmtDigits(value / divisor, 3) + suffix;
 }
 
-// tick labels: one scale for the axis, and as many digits as keep every label distinct
-function fmtTicks(values, unit) {
+// tick labels: one scale for the axis, and as many digits as say each tick exactly (1250, not
+// 1300), which keeps every label distinct
+function fmtTicks(values, unit, increment) {
   const finite = values.filter((v) => v !== null && v !== undefined && Number.isFinite(v));
   if (!finite.length) return values.map(() => "");
   const [divisor, suffix] = unitScale(unit, Math.max(...finite.map(Math.abs)));
-  for (let digits = 2; ; digits++) {
-    const labels = values.map((v) => v === null || v === undefined ? "" : fmtDigits(v / divisor, digits) + suffix);
-    if (new Set(labels).size === labels.length || digits >= 17) return labels;
+  const gaps = finite.slice(1).map((v, i) => Math.abs(v - finite[i])).filter((g) => g > 0);
+  const step = increment > 0 ? increment : gaps.length ? Math.min(...gaps) : Math.abs(finite[0]) || 1;
+  const label = (v, digits) => v === null || v === undefined ? "" : fmtDigits(v / divisor, digits) + suffix;
+  for (let digits = 1; digits < 17; digits++) {
+    const labels = values.map((v) => label(v, digits));
+    const exact = finite.every((v) => Math.abs(parseFloat(label(v, digits)) * divisor - v) <= step * 1e-6);
+    if (exact && new Set(labels).size === labels.length) return labels;
   }
+  return values.map((v) => label(v, 17));
 }
 
 let measurer = null;
@@ -453,9 +459,14 @@ function plotOptions(board, width, runs, marks, info) {
     padding: [12, 28, 0, 0],  // room for the last x label, centred on the right edge
     scales: {x: {time: mode === "wall"}, y: {distr: document.getElementById("log-y").checked ? 3 : 1}},
     axes: [
-      mode === "wall" ? axis : {...axis, values: (u, vals) => fmtTicks(vals, xUnit)},
-      {...axis, size: axisSize, values: (u, vals) => {
-        const labels = fmtTicks(vals, unit);
+      mode === "wall" ? axis : {...axis, values: (u, vals, i, space, incr) => {
+        const labels = fmtTicks(vals, xUnit, incr);
+        const c = chart();
+        if (c) c.card.dataset.xTicks = labels.join("|");
+        return labels;
+      }},
+      {...axis, size: axisSize, values: (u, vals, i, space, incr) => {
+        const labels = fmtTicks(vals, unit, incr);
         const c = chart();
         if (c) c.card.dataset.yTicks = labels.join("|");
         return labels;
