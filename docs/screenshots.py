@@ -2,8 +2,8 @@
 
     python docs/screenshots.py          # needs playwright and Debian's chromium
 
-It writes a sweep of runs to a temporary folder (one still running, one with a NaN loss, one
-that failed and was resumed), serves it with `runlines.serve.Server`, and saves
+It writes a sweep of runs to a temporary folder (one with a NaN loss, one that failed and was
+resumed, and is still running), serves it with `runlines.serve.Server`, and saves
 dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file.
 """
 
@@ -75,7 +75,11 @@ def _train(
         if step % 250 == 0:
             accuracy = min(0.99, 1 - loss / 2.6 + rng.gauss(0, 0.01))
             run.log("eval", step=step, loss=loss * 1.08, accuracy=accuracy)
-            run.log("system", gpu_util=70 + rng.random() * 25, gpu_mem_gb=18 + step / 1000)
+            run.log(
+                "system",
+                gpu0_util_percent=70 + rng.random() * 25,
+                gpu0_mem_used_bytes=int((18 + step / 1000) * 1e9),
+            )
             with run.span("eval_loop"):
                 tick(EVAL_S * (0.8 + 0.4 * rng.random()))
 
@@ -106,6 +110,9 @@ def _write_sweep(folder: Path, tick: Callable[[float], object]) -> Run:
         pass
     live = Run("bs512", folder, stdout=False, config=config, resume_step=1000).__enter__()
     _train(live, 0.02, 8, range(1000, 1800), tick)
+    picture = folder / "samples-bs512-1500.png"
+    picture.write_bytes(_png(96, 64, 75))
+    live.artifact("samples-1500", path=picture, step=1500)
     return live
 
 
@@ -118,11 +125,13 @@ def main() -> None:
                 browser = playwright.chromium.launch(executable_path=chromium)
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 page.goto(server.url)
-                chart = page.locator('.chart[data-event="train_step"][data-field="loss"]')
+                chart = page.locator('#charts .chart[data-event="train_step"][data-field="loss"]')
                 expect(chart).to_have_attribute("data-runs", "4")
                 page.screenshot(path=DOCS / "dashboard-runs.png", full_page=True)
-                page.goto(server.url + "#/run/sweep-lr0.03")
+                page.goto(server.url + "#/run/bs512")  # a failed attempt, resumed: running
                 expect(page.locator("#view-run img").first).to_be_visible()
+                expect(page.locator("#view-run pre.trace")).to_contain_text("MemoryError")
+                expect(page.locator(".run-charts .chart").first).to_have_attribute("data-runs", "1")
                 page.screenshot(path=DOCS / "dashboard-run.png", full_page=True)
                 page.goto(server.url + "#/diff/sweep-lr0.01/sweep-lr0.03")
                 expect(page.locator("#view-diff")).to_contain_text("differ from step")
