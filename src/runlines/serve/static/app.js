@@ -8,7 +8,7 @@ const SELECT_LIMIT = 5;  // runs selected on the first load, and by "follow new 
 const BASE_COLUMNS = ["run", "status", "attempts", "step", "duration_s", "started"];
 const TOKEN = new URLSearchParams(location.search).get("token");
 // eval-like events chart after the user's own ones: eval, val_*, test, validation/...
-const EVAL_LIKE = /eval|(^|[_\/.-])(val|valid|validation|test)([_\/.-]|$)/i;
+const EVAL_LIKE = /(^|[_\/.-])(eval\w*|val|valid|validation|test|testing)([_\/.-]|$)/i;
 const AXIS_FONT = "12px system-ui";
 
 const state = {
@@ -168,8 +168,11 @@ function columns() {
       (key.startsWith("config.") ? config : metrics).add(key);
     }
   }
-  // the metrics first: they are what a sweep is compared by, and are seen without scrolling
-  return [...BASE_COLUMNS, ...[...metrics].sort(), ...[...config].sort()];
+  // the metrics first, the user's events' before eval-like, system and span ones: they are what
+  // a sweep is compared by, and are seen without scrolling
+  const group = (key) => groupOf(key.split(".")[0]);
+  const byGroup = (a, b) => group(a) - group(b) || (a < b ? -1 : a > b ? 1 : 0);
+  return [...BASE_COLUMNS, ...[...metrics].sort(byGroup), ...[...config].sort()];
 }
 
 function matchesFilter(row, text) {
