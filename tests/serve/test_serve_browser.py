@@ -316,6 +316,8 @@ def test_the_runs_page_orders_pins_filters_and_labels_its_charts(
     columns = page.locator("#runs").get_attribute("data-columns").split("|")
     assert columns.index("fit.loss") < columns.index("config.lr")
     assert columns.index("system.rss_bytes") < columns.index("config.lr")
+    assert columns.index("fit.loss") < columns.index("eval.accuracy")  # as the charts' groups
+    assert columns.index("eval.accuracy") < columns.index("system.rss_bytes")
 
     # a chart pinned to the top stays there in the URL
     _chart(page, "eval", "accuracy").locator(".pin").click()
