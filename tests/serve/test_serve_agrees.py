@@ -37,6 +37,14 @@ def _awkward_logs(root: Path) -> list[Path]:
     with Run("nan", flat, stdout=False, on_nonfinite="ignore") as run:
         run.log("train_step", step=1, loss=0.5)
         run.log("train_step", step=2, loss=float("nan"))
+    write(  # killed (no run_end), then resumed to its end
+        flat / "killed.jsonl",
+        line("run_start", "killed", T0, attempt=1),
+        line("train_step", "killed", T0 + 1, step=1, loss=0.9),
+        line("run_start", "killed", T0 + 10, attempt=2, resume_step=1),
+        line("train_step", "killed", T0 + 11, step=2, loss=0.8),
+        line("run_end", "killed", T0 + 12, status="ok"),
+    )
     write(
         flat / "torn.jsonl",
         line("run_start", "torn", T0, attempt=1),
@@ -61,11 +69,15 @@ def _sources(tmp_path: Path) -> Iterator[list[Path]]:
         yield sources
 
 
-def _served(sources: list[Path]) -> dict[str, dict[str, Any]]:
+def _served(sources: list[Path], page: str = "/api/runs") -> dict[str, dict[str, Any]]:
+    """Return each run's row; with *page* `/api/run`, each run's page."""
     with Server(*sources, port=0) as server:
         server._http.clock = lambda: NOW
         server.store.catch_up(1 << 30)  # the whole history, as the reader thread gets to it
-        rows = Client(server).json("/api/runs")
+        client = Client(server)
+        rows = client.json("/api/runs")
+        if page == "/api/run":
+            return {row["run"]: client.json(f"/api/run?run={row['run']}") for row in rows}
     return {row["run"]: row for row in rows}
 
 
@@ -95,6 +107,7 @@ def test_api_runs_has_the_keys_statuses_and_values_of_runlines_runs(sources: lis
         "rerun": "ok",
         "nan": "ok",
         "torn": "died",
+        "killed": "ok",
         "live": "running",
         "stuck": "stalled",
     }
@@ -126,3 +139,21 @@ def test_api_runs_rows_are_the_rows_ls_json_prints(
             if column == "started":
                 value = datetime.fromisoformat(value)
             assert _same(row[column], value), (run, column, row[column], value)
+
+
+def test_api_run_gives_each_attempt_the_status_runlines_show_json_prints(
+    sources: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = _served(sources, "/api/run")
+
+    for run, page in pages.items():
+        if run == "stuck":  # `show` has no stalled: it says running while the lock is held
+            continue
+        assert main(["show", "--json", page["path"]]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert [a["status"] for a in page["attempts"]] == [
+            a["status"] for a in shown["attempts"]
+        ], run
+    assert [a["status"] for a in pages["killed"]["attempts"]] == ["died", "ok"]
+    assert [a["duration_s"] for a in pages["killed"]["attempts"]] == [1.0, 2.0]
+    assert pages["killed"]["row"]["duration_s"] == 3.0
