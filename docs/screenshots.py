@@ -25,7 +25,7 @@ DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent / "src"))
 
 from freezegun import freeze_time  # noqa: E402
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
 from runlines import Run  # noqa: E402
 from runlines.serve import Server  # noqa: E402
@@ -116,6 +116,19 @@ def _write_sweep(folder: Path, tick: Callable[[float], object]) -> Run:
     return live
 
 
+def _shot(page: Page, name: str) -> None:
+    """Save the whole page as docs/<name>: 128 colours with Pillow, a third the size."""
+    path = DOCS / name
+    page.screenshot(path=path, full_page=True)
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(path) as shot:
+        small = shot.convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
+
+
 def main() -> None:
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     with tempfile.TemporaryDirectory(prefix="runlines-screens-") as tmp:
@@ -127,15 +140,15 @@ def main() -> None:
                 page.goto(server.url)
                 chart = page.locator('#charts .chart[data-event="train_step"][data-field="loss"]')
                 expect(chart).to_have_attribute("data-runs", "4")
-                page.screenshot(path=DOCS / "dashboard-runs.png", full_page=True)
+                _shot(page, "dashboard-runs.png")
                 page.goto(server.url + "#/run/bs512")  # a failed attempt, resumed: running
                 expect(page.locator("#view-run img").first).to_be_visible()
                 expect(page.locator("#view-run pre.trace")).to_contain_text("MemoryError")
                 expect(page.locator(".run-charts .chart").first).to_have_attribute("data-runs", "1")
-                page.screenshot(path=DOCS / "dashboard-run.png", full_page=True)
+                _shot(page, "dashboard-run.png")
                 page.goto(server.url + "#/diff/sweep-lr0.01/sweep-lr0.03")
                 expect(page.locator("#view-diff")).to_contain_text("differ from step")
-                page.screenshot(path=DOCS / "dashboard-diff.png", full_page=True)
+                _shot(page, "dashboard-diff.png")
                 browser.close()
         finally:
             live.__exit__(None, None, None)
