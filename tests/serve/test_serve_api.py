@@ -261,6 +261,34 @@ class TestRunPage:
         assert attempts[1]["traceback"].endswith("ValueError: boom\n")
         assert attempts[0]["traceback"] is None
 
+    def test_an_attempt_without_config_keeps_the_runs_and_one_with_says_what_changed(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        first = {"lr": 0.1, "optim": {"name": "adam"}}
+        write(
+            serve_dir / "kept.jsonl",
+            line("run_start", "kept", T0, attempt=1, config=first),
+            line("run_start", "kept", T0 + 1, attempt=2, config={}),  # Run() without config=
+        )
+        write(
+            serve_dir / "changed.jsonl",
+            line("run_start", "changed", T0, attempt=1, config=first),
+            line("run_start", "changed", T0 + 1, attempt=2, config={"lr": 0.2, "seed": 1}),
+        )
+
+        kept = client.json("/api/run?run=kept")
+        changed = client.json("/api/run?run=changed")
+
+        assert kept["config"] == first
+        assert [a["config_given"] for a in kept["attempts"]] == [True, False]
+        assert kept["attempts"][1]["config_changes"] == {}
+        assert changed["config"] == {"lr": 0.2, "seed": 1}
+        assert changed["attempts"][1]["config_changes"] == {
+            "lr": [0.1, 0.2],
+            "optim.name": ["adam", None],
+            "seed": [None, 1],
+        }
+
     def test_the_last_attempt_without_run_end_has_the_runs_status(
         self, serve_dir: Path, client: Client
     ) -> None:

@@ -343,9 +343,10 @@ def test_the_run_page_has_each_attempts_status_its_traceback_and_its_charts(
     )
     write(
         serve_dir / "r.jsonl",
-        line("run_start", "r", T0, attempt=1),
+        line("run_start", "r", T0, attempt=1, config={"lr": 0.1}),
         *(line("train_step", "r", T0 + s, step=s, loss=1.0 / s) for s in range(1, 6)),
-        line("run_start", "r", T0 + 100, attempt=2, resume_step=5),  # the first was killed
+        # the first was killed; the second changes the lr
+        line("run_start", "r", T0 + 100, attempt=2, resume_step=5, config={"lr": 0.2}),
         *(line("train_step", "r", T0 + 100 + s, step=s, loss=1.0 / s) for s in range(6, 9)),
         line(
             "run_end",
@@ -365,6 +366,7 @@ def test_the_run_page_has_each_attempts_status_its_traceback_and_its_charts(
     expect(view.locator("tr", has_text="died")).to_contain_text("5.0 s")
     expect(view.locator("tr", has_text="ValueError: boom").first).to_contain_text("4.0 s")
     expect(view.locator("pre.trace")).to_contain_text('File "train.py", line 9, in <module>')
+    expect(view.locator(".config-change")).to_have_text("lr 0.1 → 0.2")
     chart = _chart(page, "train_step", "loss", board=".run-charts")
     expect(chart).to_have_attribute("data-points", "8")
     assert errors == []

@@ -226,7 +226,9 @@ class RunState:
         """Keep what the run page shows of a record: config, environment, attempts, artifacts."""
         event = record.get("event")
         if event == "run_start":
-            self.config = record.get("config")
+            config = record.get("config")
+            if isinstance(config, Mapping) and config:  # an attempt without one keeps the run's
+                self.config = config
             self.environment = {k: record[k] for k in _ENV_FIELDS if k in record}
             self.attempts.append(
                 {

@@ -684,9 +684,10 @@ async function showRun(label) {
   }
   setCrumbs(["run", label]);
   // each attempt's own status and duration, as the API gives them: died where it has no run_end
-  const attempts = grid(["attempt", "started", "status", "duration", "resume step", "error"], d.attempts.map((a) => [
+  const attempts = grid(["attempt", "started", "status", "duration", "resume step", "config", "error"], d.attempts.map((a, i) => [
     a.attempt, fmtTime(a.started), el("span", {class: "badge " + a.status, "data-status": a.status}, a.status),
-    fmtDuration(a.duration_s), a.resume_step ?? "", a.exc_type ? `${a.exc_type}: ${a.exc_message || ""}` : a.signal || (a.exit_code ?? "")]));
+    fmtDuration(a.duration_s), a.resume_step ?? "", configChange(a, i),
+    a.exc_type ? `${a.exc_type}: ${a.exc_message || ""}` : a.signal || (a.exit_code ?? "")]));
   const spans = Object.keys(d.spans).length
     ? grid(["span", "count", "total", "mean", "max"], Object.entries(d.spans).map(([n, s]) => [n, s.count, fmtSeconds(s.total_s), fmtSeconds(s.mean_s), fmtSeconds(s.max_s)]))
     : el("p", {class: "muted"}, "no spans");
@@ -731,6 +732,17 @@ async function showRun(label) {
   await fetchSeries(label).catch(() => false);
   if (currentView() === "run") renderBoard(runBoard);
 }
+
+// what an attempt's config changed: "lr 0.1 → 0.2", or that it passed none and kept the run's
+function configChange(a, i) {
+  if (!i) return "";
+  if (!a.config_given) return el("span", {class: "muted"}, "kept (none passed)");
+  const changes = Object.entries(a.config_changes || {});
+  if (!changes.length) return el("span", {class: "muted"}, "same");
+  return el("span", {class: "changed config-change"}, changes.map(([k, [x, y]]) => `${k} ${fmtConfig(x)} → ${fmtConfig(y)}`).join(", "));
+}
+
+function fmtConfig(v) { return v === null || v === undefined ? "-" : typeof v === "object" ? JSON.stringify(v) : fmt(v); }
 
 // the unit of a `<event>.<field>` key: the table's, or the one its series gives
 function unitOfKey(key) {
