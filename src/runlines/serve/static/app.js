@@ -462,7 +462,7 @@ function plotOptions(board, width, runs, marks, info) {
     padding: [12, 28, 0, 0],  // room for the last x label, centred on the right edge
     scales: {x: {time: mode === "wall"}, y: {distr: document.getElementById("log-y").checked ? 3 : 1}},
     axes: [
-      mode === "wall" ? axis : {...axis, values: (u, vals, i, space, incr) => {
+      mode === "wall" ? axis : {...axis, space: 64, values: (u, vals, i, space, incr) => {  // 64 px: room for 1.25e+6
         const labels = fmtTicks(vals, xUnit, incr);
         const c = chart();
         if (c) c.card.dataset.xTicks = labels.join("|");
