@@ -12,57 +12,20 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from _serve_helpers import Client
+from _serve_helpers import NOW, Client, awkward_logs
 from filelock import FileLock
 from freezegun import freeze_time
 
 import runlines
-from _logs import T0, line, train, write
-from runlines import Run
 from runlines.cli import main
 from runlines.errors import RunlinesWarning
 from runlines.reading import lock_path
 from runlines.serve import Server
 
-NOW = T0 + 30  # the clock every reader is read at
-
-
-def _awkward_logs(root: Path) -> list[Path]:
-    """Write the logs; return the sources: two folders sharing a run name, and one of the rest."""
-    train(root / "exp1", "baseline", range(1, 4), evals=True)
-    train(root / "exp2", "baseline", range(1, 7), evals=True)
-    flat = root / "flat"
-    train(flat, "rerun", range(1, 11), evals=True, config={"optim": {"lr": 0.1}})
-    train(flat, "rerun", range(6, 9), resume_step=5, evals=True)  # a second, shorter attempt
-    with Run("nan", flat, stdout=False, on_nonfinite="ignore") as run:
-        run.log("train_step", step=1, loss=0.5)
-        run.log("train_step", step=2, loss=float("nan"))
-    write(  # killed (no run_end), then resumed to its end
-        flat / "killed.jsonl",
-        line("run_start", "killed", T0, attempt=1),
-        line("train_step", "killed", T0 + 1, step=1, loss=0.9),
-        line("run_start", "killed", T0 + 10, attempt=2, resume_step=1),
-        line("train_step", "killed", T0 + 11, step=2, loss=0.8),
-        line("run_end", "killed", T0 + 12, status="ok"),
-    )
-    write(
-        flat / "torn.jsonl",
-        line("run_start", "torn", T0, attempt=1),
-        line("train_step", "torn", T0 + 1, step=1, loss=0.9),
-        b'{"ts": 1767225602.0, "event": "train_st',
-    )
-    for name, last in (("live", NOW - 5), ("stuck", NOW - 200)):
-        write(
-            flat / f"{name}.jsonl",
-            line("run_start", name, last - 2, attempt=1, config={"seed": 1}),
-            *(line("train_step", name, last - 1 + i, step=i, loss=1.0 / i) for i in (1, 2)),
-        )
-    return [root / "exp1", root / "exp2", flat]
-
 
 @pytest.fixture(name="sources")
 def _sources(tmp_path: Path) -> Iterator[list[Path]]:
-    sources = _awkward_logs(tmp_path)
+    sources = awkward_logs(tmp_path)
     with ExitStack() as held:  # the live writers of `live` and `stuck`
         for name in ("live", "stuck"):
             held.enter_context(FileLock(lock_path(sources[2] / f"{name}.jsonl")))

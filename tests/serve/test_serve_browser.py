@@ -5,20 +5,29 @@ Every wait is a bounded wait on a condition the page shows; none sleeps for time
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas  # noqa: F401 (for runs(): imported after Playwright started, it crashes the process)
 import pytest
-from _serve_helpers import png_bytes
+from _serve_helpers import NOW, awkward_logs, png_bytes
 
+import runlines
 from _logs import T0, line, train, write
 from runlines import Run
+from runlines.errors import RunlinesWarning
+from runlines.reading import lock_path
 from runlines.serve import Server
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+FileLock = pytest.importorskip("filelock").FileLock
+freeze_time = pytest.importorskip("freezegun").freeze_time
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Debian's chromium: apt-get install chromium", allow_module_level=True)
@@ -392,4 +401,60 @@ def test_a_run_that_starts_while_the_page_is_open_is_drawn_while_following(
     expect(page.locator('#runs tr[data-run="g"]')).to_be_visible()
     expect(page.locator('#runs tr[data-run="g"] input')).not_to_be_checked()
     expect(chart).to_have_attribute("data-runs", "6")
+    assert errors == []
+
+
+def _page_table(page: Any) -> dict[str, dict[str, str]]:
+    """Return the run table as the page shows it: run -> column -> the cell's text."""
+    return page.evaluate(
+        """() => {
+          const columns = document.getElementById("runs").dataset.columns.split("|");
+          const rows = {};
+          for (const tr of document.querySelectorAll("#runs tbody tr")) {
+            const cells = [...tr.children].slice(1);  // after the checkbox
+            const text = (cell) => (cell.querySelector(".badge") || cell).textContent;
+            rows[tr.dataset.run] = Object.fromEntries(columns.map((c, i) => [c, text(cells[i])]));
+          }
+          return rows;
+        }"""
+    )
+
+
+def _as_shown(value: Any) -> str:
+    """Return how the page shows a number of runs() (4 significant digits), NaN as NaN."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def test_the_page_states_the_status_attempts_duration_and_values_runs_gives(
+    tmp_path: Path, page: Any, errors: list[str]
+) -> None:
+    sources = awkward_logs(tmp_path)
+    with ExitStack() as held:  # the live writers of `live` and `stuck`
+        for name in ("live", "stuck"):
+            held.enter_context(FileLock(lock_path(sources[2] / f"{name}.jsonl")))
+        with (
+            freeze_time(datetime.fromtimestamp(NOW, UTC)),
+            pytest.warns(RunlinesWarning, match="torn.jsonl: skipped 1 line"),
+        ):
+            table = runlines.runs(*sources)
+        with Server(*sources, port=0) as server:
+            server._http.clock = lambda: NOW
+            server.store.catch_up(1 << 30)
+            page.goto(server.url)
+            expect(page.locator("#runs tbody tr")).to_have_count(len(table))
+            shown = _page_table(page)
+            page.goto(server.url + "#/run/killed")
+            expect(page.locator("#view-run td .badge")).to_have_text(["died", "ok"])
+            expect(page.locator("#view-run tr", has_text="died")).to_contain_text("1.0 s")
+
+    for row in table.to_dict("records"):
+        cells = shown[row["run"]]
+        assert cells["status"] == row["status"], row["run"]
+        assert cells["attempts"] == str(row["attempts"]), row["run"]
+        assert cells["duration_s"] == f"{row['duration_s']:.1f} s", row["run"]
+        for column in ("step", "train_step.loss", "train_step.loss.best"):
+            assert cells[column] == _as_shown(row[column]), (row["run"], column)
+    assert shown["nan"]["train_step.loss"] == "NaN"
     assert errors == []
