@@ -803,7 +803,7 @@ function route() {
   const parts = location.hash.split("/").slice(2).map(decodeURIComponent);
   if (view === "run") showRun(parts[0]);
   else if (view === "diff") showDiff(parts[0], parts[1]);
-  else { setCrumbs([]); renderTable(); renderCharts(); poll(); }
+  else { setCrumbs([]); renderTable(); refreshCharts(); poll(); }  // the series of runs ticked meanwhile too
 }
 
 function init() {
