@@ -127,7 +127,8 @@ function fmtTicks(values, unit, increment) {
   const label = (v, digits) => v === null || v === undefined ? "" : fmtDigits(v / divisor, digits) + suffix;
   for (let digits = 1; digits < 17; digits++) {
     const labels = values.map((v) => label(v, digits));
-    const exact = finite.every((v) => Math.abs(parseFloat(label(v, digits)) * divisor - v) <= step * 1e-6);
+    // exact to a millionth of the step, and of the value itself (log scales step by a factor)
+    const exact = finite.every((v) => Math.abs(parseFloat(label(v, digits)) * divisor - v) <= Math.min(step, Math.abs(v) || step) * 1e-6);
     if (exact && new Set(labels).size === labels.length) return labels;
   }
   return values.map((v) => label(v, 17));
