@@ -2,8 +2,8 @@
 
     python docs/screenshots.py          # needs playwright and Debian's chromium
 
-It writes a sweep of runs to a temporary folder (one still running, one with a NaN loss, one
-that failed and was resumed), serves it with `runlines.serve.Server`, and saves
+It writes a sweep of runs to a temporary folder (one with a NaN loss, one that failed and was
+resumed, and is still running), serves it with `runlines.serve.Server`, and saves
 dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file.
 """
 
@@ -25,7 +25,7 @@ DOCS = Path(__file__).resolve().parent
 sys.path.insert(0, str(DOCS.parent / "src"))
 
 from freezegun import freeze_time  # noqa: E402
-from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
 from runlines import Run  # noqa: E402
 from runlines.serve import Server  # noqa: E402
@@ -75,7 +75,11 @@ def _train(
         if step % 250 == 0:
             accuracy = min(0.99, 1 - loss / 2.6 + rng.gauss(0, 0.01))
             run.log("eval", step=step, loss=loss * 1.08, accuracy=accuracy)
-            run.log("system", gpu_util=70 + rng.random() * 25, gpu_mem_gb=18 + step / 1000)
+            run.log(
+                "system",
+                gpu0_util_percent=70 + rng.random() * 25,
+                gpu0_mem_used_bytes=int((18 + step / 1000) * 1e9),
+            )
             with run.span("eval_loop"):
                 tick(EVAL_S * (0.8 + 0.4 * rng.random()))
 
@@ -106,7 +110,23 @@ def _write_sweep(folder: Path, tick: Callable[[float], object]) -> Run:
         pass
     live = Run("bs512", folder, stdout=False, config=config, resume_step=1000).__enter__()
     _train(live, 0.02, 8, range(1000, 1800), tick)
+    picture = folder / "samples-bs512-1500.png"
+    picture.write_bytes(_png(96, 64, 75))
+    live.artifact("samples-1500", path=picture, step=1500)
     return live
+
+
+def _shot(page: Page, name: str) -> None:
+    """Save the whole page as docs/<name>: 128 colours with Pillow, a third the size."""
+    path = DOCS / name
+    page.screenshot(path=path, full_page=True)
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    with Image.open(path) as shot:
+        small = shot.convert("RGB").quantize(colors=128, method=Image.Quantize.MEDIANCUT)
+    small.save(path, optimize=True)
 
 
 def main() -> None:
@@ -118,15 +138,17 @@ def main() -> None:
                 browser = playwright.chromium.launch(executable_path=chromium)
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
                 page.goto(server.url)
-                chart = page.locator('.chart[data-event="train_step"][data-field="loss"]')
+                chart = page.locator('#charts .chart[data-event="train_step"][data-field="loss"]')
                 expect(chart).to_have_attribute("data-runs", "4")
-                page.screenshot(path=DOCS / "dashboard-runs.png", full_page=True)
-                page.goto(server.url + "#/run/sweep-lr0.03")
+                _shot(page, "dashboard-runs.png")
+                page.goto(server.url + "#/run/bs512")  # a failed attempt, resumed: running
                 expect(page.locator("#view-run img").first).to_be_visible()
-                page.screenshot(path=DOCS / "dashboard-run.png", full_page=True)
+                expect(page.locator("#view-run pre.trace")).to_contain_text("MemoryError")
+                expect(page.locator(".run-charts .chart").first).to_have_attribute("data-runs", "1")
+                _shot(page, "dashboard-run.png")
                 page.goto(server.url + "#/diff/sweep-lr0.01/sweep-lr0.03")
                 expect(page.locator("#view-diff")).to_contain_text("differ from step")
-                page.screenshot(path=DOCS / "dashboard-diff.png", full_page=True)
+                _shot(page, "dashboard-diff.png")
                 browser.close()
         finally:
             live.__exit__(None, None, None)

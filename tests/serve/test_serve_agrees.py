@@ -12,60 +12,35 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from _serve_helpers import Client
+from _serve_helpers import NOW, Client, awkward_logs
 from filelock import FileLock
 from freezegun import freeze_time
 
 import runlines
-from _logs import T0, line, train, write
-from runlines import Run
 from runlines.cli import main
 from runlines.errors import RunlinesWarning
 from runlines.reading import lock_path
 from runlines.serve import Server
 
-NOW = T0 + 30  # the clock every reader is read at
-
-
-def _awkward_logs(root: Path) -> list[Path]:
-    """Write the logs; return the sources: two folders sharing a run name, and one of the rest."""
-    train(root / "exp1", "baseline", range(1, 4), evals=True)
-    train(root / "exp2", "baseline", range(1, 7), evals=True)
-    flat = root / "flat"
-    train(flat, "rerun", range(1, 11), evals=True, config={"optim": {"lr": 0.1}})
-    train(flat, "rerun", range(6, 9), resume_step=5, evals=True)  # a second, shorter attempt
-    with Run("nan", flat, stdout=False, on_nonfinite="ignore") as run:
-        run.log("train_step", step=1, loss=0.5)
-        run.log("train_step", step=2, loss=float("nan"))
-    write(
-        flat / "torn.jsonl",
-        line("run_start", "torn", T0, attempt=1),
-        line("train_step", "torn", T0 + 1, step=1, loss=0.9),
-        b'{"ts": 1767225602.0, "event": "train_st',
-    )
-    for name, last in (("live", NOW - 5), ("stuck", NOW - 200)):
-        write(
-            flat / f"{name}.jsonl",
-            line("run_start", name, last - 2, attempt=1, config={"seed": 1}),
-            *(line("train_step", name, last - 1 + i, step=i, loss=1.0 / i) for i in (1, 2)),
-        )
-    return [root / "exp1", root / "exp2", flat]
-
 
 @pytest.fixture(name="sources")
 def _sources(tmp_path: Path) -> Iterator[list[Path]]:
-    sources = _awkward_logs(tmp_path)
+    sources = awkward_logs(tmp_path)
     with ExitStack() as held:  # the live writers of `live` and `stuck`
         for name in ("live", "stuck"):
             held.enter_context(FileLock(lock_path(sources[2] / f"{name}.jsonl")))
         yield sources
 
 
-def _served(sources: list[Path]) -> dict[str, dict[str, Any]]:
+def _served(sources: list[Path], page: str = "/api/runs") -> dict[str, dict[str, Any]]:
+    """Return each run's row; with *page* `/api/run`, each run's page."""
     with Server(*sources, port=0) as server:
         server._http.clock = lambda: NOW
         server.store.catch_up(1 << 30)  # the whole history, as the reader thread gets to it
-        rows = Client(server).json("/api/runs")
+        client = Client(server)
+        rows = client.json("/api/runs")
+        if page == "/api/run":
+            return {row["run"]: client.json(f"/api/run?run={row['run']}") for row in rows}
     return {row["run"]: row for row in rows}
 
 
@@ -95,6 +70,7 @@ def test_api_runs_has_the_keys_statuses_and_values_of_runlines_runs(sources: lis
         "rerun": "ok",
         "nan": "ok",
         "torn": "died",
+        "killed": "ok",
         "live": "running",
         "stuck": "stalled",
     }
@@ -126,3 +102,21 @@ def test_api_runs_rows_are_the_rows_ls_json_prints(
             if column == "started":
                 value = datetime.fromisoformat(value)
             assert _same(row[column], value), (run, column, row[column], value)
+
+
+def test_api_run_gives_each_attempt_the_status_runlines_show_json_prints(
+    sources: list[Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    pages = _served(sources, "/api/run")
+
+    for run, page in pages.items():
+        if run == "stuck":  # `show` has no stalled: it says running while the lock is held
+            continue
+        assert main(["show", "--json", page["path"]]) == 0
+        shown = json.loads(capsys.readouterr().out)
+        assert [a["status"] for a in page["attempts"]] == [
+            a["status"] for a in shown["attempts"]
+        ], run
+    assert [a["status"] for a in pages["killed"]["attempts"]] == ["died", "ok"]
+    assert [a["duration_s"] for a in pages["killed"]["attempts"]] == [1.0, 2.0]
+    assert pages["killed"]["row"]["duration_s"] == 3.0

@@ -18,6 +18,7 @@ from runlines.cli import main
 from runlines.errors import NonfiniteWarning
 from runlines.serve import Server
 from runlines.serve._http import DashboardServer
+from runlines.serve._series import unit_of
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -170,6 +171,34 @@ class TestSeries:
             "unchanged": True,
         }
 
+    def test_each_series_has_its_unit_and_the_events_come_in_the_order_first_logged(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        write(
+            serve_dir / "r.jsonl",
+            line("run_start", "r", T0, attempt=1),
+            line("zeta", "r", T0, step=1, loss=1.0, step_s=0.5, tokens_per_s=9.0),
+            line("eval", "r", T0 + 1, step=1, accuracy=0.5),
+            line("system", "r", T0 + 2, rss_bytes=25_300_000_000, cpu_percent=90.0),
+            line("alpha", "r", T0 + 3, step=2, elapsed_sec=3.0),
+            line("span", "r", T0 + 4, name="forward", duration_s=0.25),
+        )
+
+        answer = client.json("/api/series?run=r")
+
+        assert answer["events"] == ["zeta", "eval", "system", "alpha", "span"]
+        units = {f"{s['event']}.{s['field']}": s["unit"] for s in answer["series"]}
+        assert units == {
+            "zeta.loss": None,
+            "zeta.step_s": "s",
+            "zeta.tokens_per_s": None,  # a rate, no duration
+            "eval.accuracy": None,
+            "system.rss_bytes": "bytes",
+            "system.cpu_percent": "%",
+            "alpha.elapsed_sec": "s",  # an alias of duration_s, by the field vocabulary
+            "span.forward": "s",
+        }
+
     def test_unknown_run_is_404_naming_the_endpoint_that_lists_runs(self, client: Client) -> None:
         status, _, body = client.request("/api/series?run=nope")
 
@@ -177,7 +206,107 @@ class TestSeries:
         assert "GET /api/runs" in json.loads(body)["error"]
 
 
+def test_api_units_names_the_unit_of_each_column_that_has_one(
+    serve_dir: Path, client: Client
+) -> None:
+    write(
+        serve_dir / "r.jsonl",
+        line("run_start", "r", T0, attempt=1, config={"max_bytes": 5}),
+        line("system", "r", T0 + 1, rss_bytes=2_000, cpu_percent=90.0, threads=3),
+        line("train_step", "r", T0 + 2, step=1, loss=0.5, step_s=0.1),
+    )
+
+    units = client.json("/api/units")
+
+    assert units == {
+        "duration_s": "s",
+        "system.rss_bytes": "bytes",
+        "system.cpu_percent": "%",
+        "train_step.step_s": "s",
+    }
+    assert unit_of("eval.wait_s.best") == "s"  # a best is in its field's unit
+    assert unit_of("_s") is None
+
+
 class TestRunPage:
+    def test_each_attempt_has_its_own_status_and_duration(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        write(
+            serve_dir / "r.jsonl",
+            line("run_start", "r", T0, attempt=1),
+            line("train_step", "r", T0 + 4, step=1, loss=1.0),  # then killed: no run_end
+            line("run_start", "r", T0 + 100, attempt=2, resume_step=1),
+            line("train_step", "r", T0 + 101, step=2, loss=0.5),
+            line(
+                "run_end",
+                "r",
+                T0 + 102,
+                status="failed",
+                exc_type="ValueError",
+                exc_message="boom",
+                traceback="Traceback (most recent call last):\n  ...\nValueError: boom\n",
+            ),
+            line("run_start", "r", T0 + 200, attempt=3, resume_step=2),
+            line("train_step", "r", T0 + 203, step=3, loss=0.25),
+            line("run_end", "r", T0 + 210, status="ok"),
+        )
+
+        detail = client.json("/api/run?run=r")
+
+        attempts = detail["attempts"]
+        assert [a["status"] for a in attempts] == ["died", "failed", "ok"]
+        assert [a["duration_s"] for a in attempts] == [4.0, 2.0, 10.0]
+        assert sum(a["duration_s"] for a in attempts) == detail["row"]["duration_s"]
+        assert attempts[1]["traceback"].endswith("ValueError: boom\n")
+        assert attempts[0]["traceback"] is None
+
+    def test_an_attempt_without_config_keeps_the_runs_and_one_with_says_what_changed(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        first = {"lr": 0.1, "optim": {"name": "adam"}}
+        write(
+            serve_dir / "kept.jsonl",
+            line("run_start", "kept", T0, attempt=1, config=first),
+            line("run_start", "kept", T0 + 1, attempt=2, config={}),  # Run() without config=
+        )
+        write(
+            serve_dir / "changed.jsonl",
+            line("run_start", "changed", T0, attempt=1, config=first),
+            line("run_start", "changed", T0 + 1, attempt=2, config={"lr": 0.2, "seed": 1}),
+        )
+
+        kept = client.json("/api/run?run=kept")
+        changed = client.json("/api/run?run=changed")
+
+        assert kept["config"] == first
+        assert [a["config_given"] for a in kept["attempts"]] == [True, False]
+        assert kept["attempts"][1]["config_changes"] == {}
+        assert changed["config"] == {"lr": 0.2, "seed": 1}
+        assert changed["attempts"][1]["config_changes"] == {
+            "lr": [0.1, 0.2],
+            "optim.name": ["adam", None],
+            "seed": [None, 1],
+        }
+
+    def test_the_last_attempt_without_run_end_has_the_runs_status(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        with Run("live", serve_dir, stdout=False) as run:
+            run.log("train_step", step=1, loss=1.0)
+            live = client.json("/api/run?run=live")["attempts"]
+        write(
+            serve_dir / "died.jsonl",
+            line("run_start", "died", T0, attempt=1),
+            line("run_end", "died", T0 + 1, status="ok"),
+            line("run_start", "died", T0 + 5, attempt=2),
+        )
+
+        died = client.json("/api/run?run=died")["attempts"]
+
+        assert [a["status"] for a in live] == ["running"]
+        assert [(a["status"], a["duration_s"]) for a in died] == [("ok", 1.0), ("died", 0.0)]
+
     def test_config_environment_attempts_spans_artifacts_and_ranks(
         self, serve_dir: Path, client: Client
     ) -> None:

@@ -5,20 +5,29 @@ Every wait is a bounded wait on a condition the page shows; none sleeps for time
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas  # noqa: F401 (for runs(): imported after Playwright started, it crashes the process)
 import pytest
-from _serve_helpers import png_bytes
+from _serve_helpers import NOW, awkward_logs, png_bytes
 
+import runlines
 from _logs import T0, line, train, write
 from runlines import Run
+from runlines.errors import RunlinesWarning
+from runlines.reading import lock_path
 from runlines.serve import Server
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+FileLock = pytest.importorskip("filelock").FileLock
+freeze_time = pytest.importorskip("freezegun").freeze_time
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Debian's chromium: apt-get install chromium", allow_module_level=True)
@@ -51,8 +60,8 @@ def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
     context.close()
 
 
-def _chart(page: Any, event: str, field: str) -> Any:
-    return page.locator(f'.chart[data-event="{event}"][data-field="{field}"]')
+def _chart(page: Any, event: str, field: str, board: str = "#charts") -> Any:
+    return page.locator(f'{board} .chart[data-event="{event}"][data-field="{field}"]')
 
 
 def test_page_loads_without_console_errors_and_lists_runs_with_status(
@@ -244,3 +253,208 @@ def _expect_the_problem_shown(page: Any) -> None:
     expect(problem).to_have_attribute("title", re.compile(r"stale\.parquet is not used"))
     page.locator('#runs tr[data-run="stale"] a').click()
     expect(page.locator(".panel .problem")).to_have_text(re.compile("runlines compact"))
+
+
+def _sweep(folder: Path) -> None:
+    """Two runs: one whose loss goes to inf for its last 10 steps, with events of every group."""
+    records = [line("run_start", "inf", T0, attempt=1, config={"lr": 0.1})]
+    for step in range(1, 101):
+        loss = float("inf") if step > 90 else 1.0 / step
+        records.append(line("fit", "inf", T0 + step, step=step, loss=loss))
+        if step % 50 == 0:
+            records.append(line("eval", "inf", T0 + step, step=step, accuracy=step / 100))
+            records.append(line("batch", "inf", T0 + step, step=step, size=32))
+            records.append(line("system", "inf", T0 + step, rss_bytes=25_300_000_000))
+            records.append(line("span", "inf", T0 + step, name="save", duration_s=0.0012))
+    records.append(line("run_end", "inf", T0 + 101, status="ok"))
+    write(folder / "inf.jsonl", *records)
+    write(
+        folder / "plain.jsonl",
+        line("run_start", "plain", T0, attempt=1, config={"lr": 0.2}),
+        *(line("fit", "plain", T0 + s, step=s, loss=0.5, ratio=1 + s * 1e-5) for s in range(1, 10)),
+        line("run_end", "plain", T0 + 10, status="ok"),
+    )
+
+
+def test_the_runs_page_orders_pins_filters_and_labels_its_charts(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    _sweep(serve_dir)
+    page.goto(server.url)
+    loss = _chart(page, "fit", "loss")
+    expect(loss).to_have_attribute("data-runs", "2")
+
+    # the x range holds the marks past the last finite point, and they name their run
+    assert float(loss.get_attribute("data-x-max")) >= 100
+    expect(loss.locator(".marks")).to_have_text(re.compile(r"10 non-finite \(Infinity\)"))
+    expect(loss.locator(".marks")).to_have_attribute(
+        "title", re.compile("inf: Infinity \u00d710 from step 91")
+    )
+    # the user's events first, as first logged; then eval-like; then system and spans
+    order = [
+        f"{c.get_attribute('data-event')}.{c.get_attribute('data-field')}"
+        for c in page.locator("#charts .chart").all()
+    ]
+    assert order == [
+        "fit.loss", "fit.ratio", "batch.size", "eval.accuracy", "system.rss_bytes", "span.save",
+    ]  # fmt: skip
+    # y labels: each distinct, and never wider than their axis
+    ratio = _chart(page, "fit", "ratio")
+    ticks = ratio.get_attribute("data-y-ticks").split("|")
+    assert len(ticks) > 2
+    assert len(set(ticks)) == len(ticks), ticks
+    widest = page.evaluate(
+        """(labels) => {
+          const c = document.createElement("canvas").getContext("2d");
+          c.font = "12px system-ui";
+          return Math.max(...labels.map((t) => c.measureText(t).width));
+        }""",
+        ticks,
+    )
+    assert float(ratio.get_attribute("data-y-axis-width")) >= widest
+    # and each says its tick exactly, in the unit of its field
+    assert page.evaluate("fmtTicks([0, 250, 500, 750, 1000, 1250], null, 250)") == [
+        "0", "250", "500", "750", "1000", "1250",
+    ]  # fmt: skip
+    assert page.evaluate("fmtTicks([18e9, 18.5e9, 19e9], 'bytes', 5e8)") == [
+        "18 GB", "18.5 GB", "19 GB",
+    ]  # fmt: skip
+    # units from the field vocabulary, in the table; metric columns before the config's
+    row = page.locator('#runs tr[data-run="inf"]')
+    expect(row).to_contain_text("25.3 GB")
+    columns = page.locator("#runs").get_attribute("data-columns").split("|")
+    assert columns.index("fit.loss") < columns.index("config.lr")
+    assert columns.index("system.rss_bytes") < columns.index("config.lr")
+    assert columns.index("fit.loss") < columns.index("eval.accuracy")  # as the charts' groups
+    assert columns.index("eval.accuracy") < columns.index("system.rss_bytes")
+
+    # a chart pinned to the top stays there in the URL
+    _chart(page, "eval", "accuracy").locator(".pin").click()
+    expect(page.locator("#charts .chart").first).to_have_attribute("data-event", "eval")
+    assert "pin=eval%3Aaccuracy" in page.url
+    page.reload()
+    expect(page.locator("#charts .chart").first).to_have_attribute("data-event", "eval")
+    expect(page.locator("#charts h2").first).to_have_text("pinned")
+
+    # the table filter filters the charts too
+    page.fill("#filter", "plain")
+    expect(_chart(page, "fit", "loss")).to_have_attribute("data-runs", "1")
+    expect(_chart(page, "eval", "accuracy")).to_have_count(0)
+    assert errors == []
+
+
+def test_the_run_page_has_each_attempts_status_its_traceback_and_its_charts(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "train.py", line 9, in <module>\nValueError: boom\n'
+    )
+    write(
+        serve_dir / "r.jsonl",
+        line("run_start", "r", T0, attempt=1, config={"lr": 0.1}),
+        *(line("train_step", "r", T0 + s, step=s, loss=1.0 / s) for s in range(1, 6)),
+        # the first was killed; the second changes the lr
+        line("run_start", "r", T0 + 100, attempt=2, resume_step=5, config={"lr": 0.2}),
+        *(line("train_step", "r", T0 + 100 + s, step=s, loss=1.0 / s) for s in range(6, 9)),
+        line(
+            "run_end",
+            "r",
+            T0 + 104,
+            status="failed",
+            exc_type="ValueError",
+            exc_message="boom",
+            traceback=trace,
+        ),
+    )
+
+    page.goto(server.url + "#/run/r")
+
+    view = page.locator("#view-run")
+    expect(view.locator("td .badge")).to_have_text(["died", "failed"])
+    expect(view.locator("tr", has_text="died")).to_contain_text("5.0 s")
+    expect(view.locator("tr", has_text="ValueError: boom").first).to_contain_text("4.0 s")
+    expect(view.locator("pre.trace")).to_contain_text('File "train.py", line 9, in <module>')
+    expect(view.locator(".config-change")).to_have_text("lr 0.1 → 0.2")
+    chart = _chart(page, "train_step", "loss", board=".run-charts")
+    expect(chart).to_have_attribute("data-points", "8")
+    assert errors == []
+
+
+def test_a_run_that_starts_while_the_page_is_open_is_drawn_while_following(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    for name in "abcde":
+        train(serve_dir, name, range(1, 4))
+    page.goto(server.url)
+    chart = _chart(page, "train_step", "loss")
+    expect(chart).to_have_attribute("data-runs", "5")  # as many as are selected at first
+    follow = page.locator("#follow")
+    expect(follow).to_be_visible()
+    expect(follow).to_be_checked()
+
+    train(serve_dir, "f", range(1, 4))
+
+    expect(chart).to_have_attribute("data-runs", "6")
+    follow.uncheck()
+    train(serve_dir, "g", range(1, 4))
+    expect(page.locator('#runs tr[data-run="g"]')).to_be_visible()
+    expect(page.locator('#runs tr[data-run="g"] input')).not_to_be_checked()
+    expect(chart).to_have_attribute("data-runs", "6")
+    assert errors == []
+
+
+def _page_table(page: Any) -> dict[str, dict[str, str]]:
+    """Return the run table as the page shows it: run -> column -> the cell's text."""
+    return page.evaluate(
+        """() => {
+          const columns = document.getElementById("runs").dataset.columns.split("|");
+          const rows = {};
+          for (const tr of document.querySelectorAll("#runs tbody tr")) {
+            const cells = [...tr.children].slice(1);  // after the checkbox
+            const text = (cell) => (cell.querySelector(".badge") || cell).textContent;
+            rows[tr.dataset.run] = Object.fromEntries(columns.map((c, i) => [c, text(cells[i])]));
+          }
+          return rows;
+        }"""
+    )
+
+
+def _as_shown(value: Any) -> str:
+    """Return how the page shows a number of runs() (4 significant digits), NaN as NaN."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def test_the_page_states_the_status_attempts_duration_and_values_runs_gives(
+    tmp_path: Path, page: Any, errors: list[str]
+) -> None:
+    sources = awkward_logs(tmp_path)
+    with ExitStack() as held:  # the live writers of `live` and `stuck`
+        for name in ("live", "stuck"):
+            held.enter_context(FileLock(lock_path(sources[2] / f"{name}.jsonl")))
+        with (
+            freeze_time(datetime.fromtimestamp(NOW, UTC)),
+            pytest.warns(RunlinesWarning, match="torn.jsonl: skipped 1 line"),
+        ):
+            table = runlines.runs(*sources)
+        with Server(*sources, port=0) as server:
+            server._http.clock = lambda: NOW
+            server.store.catch_up(1 << 30)
+            page.goto(server.url)
+            expect(page.locator("#runs tbody tr")).to_have_count(len(table))
+            shown = _page_table(page)
+            page.goto(server.url + "#/run/killed")
+            expect(page.locator("#view-run td .badge")).to_have_text(["died", "ok"])
+            expect(page.locator("#view-run tr", has_text="died")).to_contain_text("1.0 s")
+
+    for row in table.to_dict("records"):
+        cells = shown[row["run"]]
+        assert cells["status"] == row["status"], row["run"]
+        assert cells["attempts"] == str(row["attempts"]), row["run"]
+        assert cells["duration_s"] == f"{row['duration_s']:.1f} s", row["run"]
+        for column in ("step", "train_step.loss", "train_step.loss.best"):
+            assert cells[column] == _as_shown(row[column]), (row["run"], column)
+    assert shown["nan"]["train_step.loss"] == "NaN"
+    assert errors == []

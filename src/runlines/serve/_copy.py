@@ -65,6 +65,8 @@ class History:
     whole: list[dict[str, Any]] = field(default_factory=list)  # SHOWN_WHOLE records, in order
     first_ts: float | None = None
     last_ts: float | None = None
+    # per run_start, in order: the first and last finite ts of that attempt's records
+    attempt_ts: list[tuple[float | None, float | None]] = field(default_factory=list)
     summary: RunSummary | None = None  # rank 0's, ready to take the records after the copy
 
 
@@ -249,6 +251,7 @@ class _FileColumns:
         if len(last):
             history.last_step = step_at(len(last) - 1)
 
+        history.attempt_ts = self._attempt_ts(whole)
         cuts = sorted(resumes)
         made: list[tuple[tuple[int, int], tuple[str, str], Series]] = []
         # one series at a time, so that only its own arrays are held; series are independent
@@ -269,6 +272,20 @@ class _FileColumns:
             made.append((first, key, series))
         made.sort(key=lambda item: item[0])  # the order the series first appear in
         history.series = {key: series for _, key, series in made}
+
+    def _attempt_ts(
+        self, whole: dict[int, dict[str, Any]]
+    ) -> list[tuple[float | None, float | None]]:
+        """Return each attempt's first and last finite ts: from its run_start to the next."""
+        import numpy as np
+
+        starts = sorted(row for row, record in whole.items() if record.get("event") == RUN_START)
+        spans: list[tuple[float | None, float | None]] = []
+        for start, stop in zip(starts, [*starts[1:], self.records][: len(starts)], strict=True):
+            ts = self.ts[start:stop]
+            finite = ts[np.isfinite(ts)]
+            spans.append((float(finite[0]), float(finite[-1])) if len(finite) else (None, None))
+        return spans
 
     def _series(self, metric: _Bools, step_at: Any) -> Iterator[tuple[Any, ...]]:
         """Yield (first row, key, floats, rows, point of a row) of each (event, field) series."""

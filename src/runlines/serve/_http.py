@@ -21,8 +21,11 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from runlines.errors import ReadError
+from runlines.fields import Vocabulary
 from runlines.reading._rules import json_ready as jsonable
-from runlines.serve._runs import RunState, RunStore
+from runlines.reading._summary import flatten
+from runlines.serve._runs import SPAN_EVENT, RunState, RunStore
+from runlines.serve._series import unit_of
 
 _STATIC_FILES: Final = (
     "index.html",
@@ -39,6 +42,7 @@ IDLE_TIMEOUT_S: Final = 5.0  # a connection silent this long (no request, or not
 DIFF_RTOL: Final = 1e-5  # runlines.diff's defaults
 DIFF_ATOL: Final = 1e-8
 _IMAGE_TYPES: Final = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg"}
+_VOCABULARY: Final = Vocabulary()  # the standard fields: a column's unit is its agreed name's
 _LOOPBACK_NAMES: Final = frozenset({"localhost"})  # and any loopback address
 _CSP: Final = (
     "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
@@ -242,10 +246,14 @@ class Handler(BaseHTTPRequestHandler):
         store = self.server.store
         with store.serving():
             # what a poll brings is small; a long history is read by the catch-up thread
-            # the run table looks for new logs each time; the reader thread once a second
+            # the run table (and its units) look for new logs each time; the reader thread once
+            # a second
             run = query.get("run")
             store.refresh(
-                run, force=path == "/api/runs", max_bytes=REQUEST_READ_BYTES, skip_behind=True
+                run,
+                force=path in ("/api/runs", "/api/units"),
+                max_bytes=REQUEST_READ_BYTES,
+                skip_behind=True,
             )
             value = api(store, query, self.server.clock())
         return dumps(value), "application/json", {"Cache-Control": "no-store"}
@@ -414,6 +422,18 @@ def _runs(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     return [jsonable(run.row(now)) for run in store.runs.values()]
 
 
+def _units(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    """The unit ("bytes", "s", "%") of each run table column that has one."""
+    units: dict[str, str] = {}
+    for run in store.runs.values():
+        for key in run.row(now):
+            if key not in units and not key.startswith("config."):
+                unit = unit_of(key, _VOCABULARY)
+                if unit is not None:
+                    units[key] = unit
+    return units
+
+
 def _progress(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     runs = {label: run.progress() for label, run in store.runs.items()}
     behind = sum(p["bytes_behind"] for p in runs.values())
@@ -433,24 +453,31 @@ def _series(store: RunStore, query: Mapping[str, str], now: float) -> Any:
         return {**answer, "unchanged": True}
     log = run.files[rank]
     answer["series"] = [
-        {"event": event, "field": name, **series.points()}
+        {"event": event, "field": name, "unit": _series_unit(event, name), **series.points()}
         for (event, name), series in sorted(log.series.items())
     ]
+    answer["events"] = list(dict.fromkeys(event for event, _ in log.series))  # as first logged
     return answer
+
+
+def _series_unit(event: str, name: str) -> str | None:
+    """Return the unit of a series: a span's are durations, in seconds."""
+    return "s" if event == SPAN_EVENT else unit_of(name, _VOCABULARY)
 
 
 def _detail(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     run = _run(store, query)
     main = run.files[0]
+    row = run.row(now)
     return jsonable(
         {
             "run": run.label,
             "path": str(run.path),
-            "row": run.row(now),
+            "row": row,
             "progress": run.progress(),
             "config": run.config,
             "environment": run.environment,
-            "attempts": [_attempt(a) for a in run.attempts],
+            "attempts": _attempts(run, row["status"]),
             "spans": {
                 name: {"count": c, "total_s": t, "mean_s": t / c if c else None, "max_s": m}
                 for name, (c, t, m) in sorted(main.spans.items())
@@ -472,16 +499,52 @@ def _detail(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     )
 
 
-def _attempt(attempt: Mapping[str, Any]) -> dict[str, Any]:
-    start, end = attempt["start"], attempt["end"] or {}
-    keys = ("status", "duration_s", "exc_type", "exc_message", "exit_code", "signal", "dropped")
-    return {
-        "attempt": attempt["attempt"],
-        "started": start.get("ts"),
-        "resume_step": start.get("resume_step"),
-        "ended": end.get("ts"),
-        **{key: end.get(key) for key in keys},
-    }
+def _attempts(run: RunState, status: str) -> list[dict[str, Any]]:
+    """Each attempt's own status and duration; the last one's status is the run's *status*.
+
+    An attempt with no run_end died, whatever came after it; the last one, while its run
+    holds the lock, is running or stalled. Its duration is from its first record to its
+    last, as the run's `duration_s` (their sum: the gaps between attempts never count). An
+    attempt that passed no config keeps the run's; one that did says what it changed.
+    """
+    keys = ("exc_type", "exc_message", "traceback", "exit_code", "signal", "dropped")
+    answer = []
+    config: dict[str, Any] | None = None  # the config in effect, flattened
+    for place, attempt in enumerate(run.attempts):
+        start, end = attempt["start"], attempt["end"]
+        given = start.get("config")
+        changes: dict[str, list[Any]] = {}
+        if isinstance(given, Mapping) and given:
+            flat = flatten(given)
+            if config is not None:
+                changes = {
+                    key: [config.get(key), flat.get(key)]
+                    for key in sorted(config.keys() | flat.keys())
+                    if key not in config or key not in flat or config[key] != flat[key]
+                }
+            config = flat
+        first, last = attempt["first_ts"], attempt["last_ts"]
+        if end is not None:
+            own = end.get("status")
+            shown = own if isinstance(own, str) and own else "ok"
+        else:
+            shown = status if place == len(run.attempts) - 1 else "died"
+        answer.append(
+            {
+                "attempt": attempt["attempt"],
+                "started": start.get("ts"),
+                "resume_step": start.get("resume_step"),
+                "ended": None if end is None else end.get("ts"),
+                "status": shown,
+                "duration_s": None if first is None else max(0.0, last - first),
+                # what this attempt's config changed ({key: [before, after]}); false: it
+                # passed none, and the run's config is kept
+                "config_given": isinstance(given, Mapping) and bool(given),
+                "config_changes": changes,
+                **{key: (end or {}).get(key) for key in keys},
+            }
+        )
+    return answer
 
 
 def _artifact_entry(run: RunState, record: Mapping[str, Any]) -> dict[str, Any]:
@@ -495,6 +558,7 @@ def _artifact_entry(run: RunState, record: Mapping[str, Any]) -> dict[str, Any]:
 _API: Final[dict[str, Callable[[RunStore, Mapping[str, str], float], Any]]] = {
     "/api/runs": _runs,
     "/api/progress": _progress,
+    "/api/units": _units,
     "/api/series": _series,
     "/api/run": _detail,
 }

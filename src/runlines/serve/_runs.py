@@ -183,6 +183,8 @@ class RunState:
             self.started_ts, self.last_ts = history.first_ts, history.last_ts
             for record in history.whole:
                 self._take_shown(record)
+            for attempt, (first, last) in zip(self.attempts, history.attempt_ts, strict=False):
+                attempt["first_ts"], attempt["last_ts"] = first, last
 
     def refresh(self, max_bytes: int | None = None) -> None:
         """Read what every file of the run gained, at most *max_bytes* of each.
@@ -209,19 +211,34 @@ class RunState:
 
     def _take_main(self, record: dict[str, Any]) -> None:
         self.summary.add(record)
+        self._take_shown(record)
         ts = as_float(record.get("ts"))
         if math.isfinite(ts):
             self.started_ts = ts if self.started_ts is None else self.started_ts
             self.last_ts = ts
-        self._take_shown(record)
+            if self.attempts:
+                attempt = self.attempts[-1]
+                if attempt["first_ts"] is None:
+                    attempt["first_ts"] = ts
+                attempt["last_ts"] = ts
 
     def _take_shown(self, record: dict[str, Any]) -> None:
         """Keep what the run page shows of a record: config, environment, attempts, artifacts."""
         event = record.get("event")
         if event == "run_start":
-            self.config = record.get("config")
+            config = record.get("config")
+            if isinstance(config, Mapping) and config:  # an attempt without one keeps the run's
+                self.config = config
             self.environment = {k: record[k] for k in _ENV_FIELDS if k in record}
-            self.attempts.append({"attempt": record.get("attempt"), "start": record, "end": None})
+            self.attempts.append(
+                {
+                    "attempt": record.get("attempt"),
+                    "start": record,
+                    "end": None,
+                    "first_ts": None,  # its records' first and last finite ts
+                    "last_ts": None,
+                }
+            )
         elif event == "run_end" and self.attempts:
             self.attempts[-1]["end"] = record
         elif event == "artifact":

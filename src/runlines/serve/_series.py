@@ -10,8 +10,14 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from runlines.fields import Vocabulary
+
 MAX_BUCKETS: Final = 1000  # a min and a max per bucket: about one pair per pixel of a wide chart
 MAX_MARKS: Final = 1000
+# The unit of a field, by the ending of its agreed name (docs/fields.md): `rss_bytes`,
+# `duration_s`, `cpu_percent`; a rate (`tokens_per_s`) is no duration
+_UNIT_ENDINGS: Final = (("_bytes", "bytes"), ("_s", "s"), ("_percent", "%"))
+_RATE_ENDING: Final = "_per_s"
 
 # A point: (order, step, ts, y), order being its place among the series' values.
 _Point = tuple[int, float, float, float]
@@ -24,6 +30,27 @@ def nonfinite_name(value: float) -> str:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+
+
+def unit_of(key: str, vocabulary: Vocabulary | None = None) -> str | None:
+    """Return the unit of a field or a run table column: "bytes", "s", "%", or None.
+
+    *key* is a field (`rss_bytes`) or a column (`system.rss_bytes`, `train_step.step_s.best`,
+    `duration_s`); an alias the vocabulary knows (`elapsed_sec` for `duration_s`,
+    `tokens_per_sec`) has its agreed name's unit.
+    """
+    parts = key.split(".")
+    if len(parts) > 1 and parts[-1] in ("best", "last"):
+        parts.pop()
+    name = parts[-1]
+    if vocabulary is not None:
+        name = vocabulary.agreed_name(name) or name
+    if name.endswith(_RATE_ENDING):
+        return None
+    for ending, unit in _UNIT_ENDINGS:
+        if name.endswith(ending) and len(name) > len(ending):
+            return unit
+    return None
 
 
 class Series:

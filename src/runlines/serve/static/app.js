@@ -4,9 +4,12 @@
 const POLL_MS = 1000;
 const COLORS = ["#3559e0", "#e8590c", "#12805c", "#c2255c", "#7048e8", "#0c8599", "#e67700",
   "#5c940d", "#d6336c", "#495057", "#1971c2", "#9c36b5"];
-const GROUP_ORDER = ["train_step", "eval", "system", "span"];
+const SELECT_LIMIT = 5;  // runs selected on the first load, and by "follow new runs" at most
 const BASE_COLUMNS = ["run", "status", "attempts", "step", "duration_s", "started"];
 const TOKEN = new URLSearchParams(location.search).get("token");
+// eval-like events chart after the user's own ones: eval, val_*, test, validation/...
+const EVAL_LIKE = /(^|[_\/.-])(eval\w*|val|valid|validation|test|testing)([_\/.-]|$)/i;
+const AXIS_FONT = "12px system-ui";
 
 const state = {
   runs: [],            // rows of /api/runs
@@ -14,7 +17,9 @@ const state = {
   colors: new Map(),   // run -> color
   selected: new Set(),
   series: new Map(),   // run -> last /api/series answer
-  charts: new Map(),   // chart key -> {card, plot, structure}
+  units: {},           // run table column -> its unit: "bytes", "s" or "%"
+  known: new Set(),    // the runs the page has seen: one beyond them started while it was open
+  pins: pinsOfUrl(),   // chart keys pinned to the top, in the URL as ?pin=event:field
   sort: {key: "started", desc: true},
   firstLoad: true,
   polling: false,
@@ -78,11 +83,62 @@ function fmtSeconds(s) {
   return (s * 1e6).toPrecision(3) + " µs";
 }
 
-function fmtAxis(value) {
-  if (value === null || value === undefined) return "";
+// a number in *digits* significant digits: exponent form when very large or very small
+function fmtDigits(value, digits) {
   const abs = Math.abs(value);
-  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return value.toExponential(1);
-  return String(Number(value.toPrecision(4)));
+  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return value.toExponential(Math.max(0, digits - 1));
+  return String(Number(value.toPrecision(digits)));
+}
+
+const BYTE_PREFIXES = ["B", "kB", "MB", "GB", "TB", "PB"];
+
+// the scale of *unit* that shows *magnitude* best: [divisor, suffix]
+function unitScale(unit, magnitude) {
+  const abs = Math.abs(magnitude);
+  if (unit === "bytes") {
+    let i = 0;
+    while (i < BYTE_PREFIXES.length - 1 && abs >= 1000 ** (i + 1)) i++;
+    return [1000 ** i, " " + BYTE_PREFIXES[i]];
+  }
+  if (unit === "s") {
+    if (abs === 0 || abs >= 1) return abs >= 3600 ? [3600, " h"] : abs >= 60 ? [60, " min"] : [1, " s"];
+    if (abs >= 1e-3) return [1e-3, " ms"];
+    return abs >= 1e-6 ? [1e-6, " µs"] : [1e-9, " ns"];
+  }
+  if (unit === "%") return [1, " %"];
+  return [1, ""];
+}
+
+// a value in its unit: 25.3 GB, 1.2 ms, 45 %; a plain number without a unit
+function fmtUnit(value, unit) {
+  if (!unit || typeof value !== "number" || !Number.isFinite(value)) return fmt(value);
+  const [divisor, suffix] = unitScale(unit, value);
+  return fmtDigits(value / divisor, 3) + suffix;
+}
+
+// tick labels: one scale for the axis, and as many digits as say each tick exactly (1250, not
+// 1300), which keeps every label distinct
+function fmtTicks(values, unit, increment) {
+  const finite = values.filter((v) => v !== null && v !== undefined && Number.isFinite(v));
+  if (!finite.length) return values.map(() => "");
+  const [divisor, suffix] = unitScale(unit, Math.max(...finite.map(Math.abs)));
+  const gaps = finite.slice(1).map((v, i) => Math.abs(v - finite[i])).filter((g) => g > 0);
+  const step = increment > 0 ? increment : gaps.length ? Math.min(...gaps) : Math.abs(finite[0]) || 1;
+  const label = (v, digits) => v === null || v === undefined ? "" : fmtDigits(v / divisor, digits) + suffix;
+  for (let digits = 1; digits < 17; digits++) {
+    const labels = values.map((v) => label(v, digits));
+    // exact to a millionth of the step, and of the value itself (log scales step by a factor)
+    const exact = finite.every((v) => Math.abs(parseFloat(label(v, digits)) * divisor - v) <= Math.min(step, Math.abs(v) || step) * 1e-6);
+    if (exact && new Set(labels).size === labels.length) return labels;
+  }
+  return values.map((v) => label(v, 17));
+}
+
+let measurer = null;
+function textWidth(text) {
+  measurer = measurer || document.createElement("canvas").getContext("2d");
+  measurer.font = AXIS_FONT;
+  return measurer.measureText(text).width;
 }
 
 function fmtTime(ts) {
@@ -113,7 +169,11 @@ function columns() {
       (key.startsWith("config.") ? config : metrics).add(key);
     }
   }
-  return [...BASE_COLUMNS, ...[...config].sort(), ...[...metrics].sort()];
+  // the metrics first, the user's events' before eval-like, system and span ones: they are what
+  // a sweep is compared by, and are seen without scrolling
+  const group = (key) => groupOf(key.split(".")[0]);
+  const byGroup = (a, b) => group(a) - group(b) || (a < b ? -1 : a > b ? 1 : 0);
+  return [...BASE_COLUMNS, ...[...metrics].sort(byGroup), ...[...config].sort()];
 }
 
 function matchesFilter(row, text) {
@@ -152,6 +212,7 @@ function renderTable() {
     },
   }, c === "duration_s" ? "duration" : c.replace(/^config\./, ""))));
   table.tHead.replaceChildren(head);
+  table.dataset.columns = cols.join("|");
   const rows = sortedRows();
   table.tBodies[0].replaceChildren(...rows.map((row) => tableRow(row, cols)));
   document.getElementById("run-count").textContent =
@@ -183,7 +244,9 @@ function cell(row, key) {
   if (key === "duration_s") return el("td", {class: "num"}, fmtDuration(value));
   if (key === "started") return el("td", {}, fmtTime(value));
   if (isNonfinite(value)) return el("td", {class: "num nonfinite"}, value);
-  return el("td", {class: typeof value === "number" ? "num" : null}, fmt(value));
+  const unit = state.units[key];
+  return el("td", {class: typeof value === "number" ? "num" : null, title: unit && typeof value === "number" ? String(value) : null},
+    fmtUnit(value, unit));
 }
 
 function toggleRun(run, on) {
@@ -193,6 +256,38 @@ function toggleRun(run, on) {
 }
 
 // --- charts -------------------------------------------------------------------------------
+// A board is a set of charts over some runs: the runs page's (the selected runs the table
+// filter lets through), and a run page's (that run only).
+
+function newBoard(container, runs, pinnable) {
+  return {container, runs, pinnable, charts: new Map()};  // chart key -> {card, plot, structure}
+}
+
+const mainBoard = newBoard(null, shownRuns, true);
+let runBoard = null;
+
+function shownRuns() {
+  const text = document.getElementById("filter").value.trim();
+  const rows = new Map(state.runs.map((r) => [r.run, r]));
+  return [...state.selected].filter((run) => rows.has(run) && matchesFilter(rows.get(run), text)).sort();
+}
+
+function chartKey(event, field) { return event + ":" + field; }
+
+function pinsOfUrl() {
+  return new URLSearchParams(location.search).getAll("pin");
+}
+
+function togglePin(key) {
+  const at = state.pins.indexOf(key);
+  if (at >= 0) state.pins.splice(at, 1); else state.pins.push(key);
+  const params = new URLSearchParams(location.search);
+  params.delete("pin");
+  for (const pin of state.pins) params.append("pin", pin);
+  const query = params.toString();
+  history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
+  renderCharts();
+}
 
 function xOf(answer, s, i) {
   const mode = document.getElementById("x-axis").value;
@@ -221,29 +316,42 @@ function ema(values, weight) {
   return out;
 }
 
-function chartKeys() {
-  const keys = new Map();
+// which group an event's charts are in: the user's own events, eval-like, system, spans
+function groupOf(event) {
+  if (event === "span") return 3;
+  if (event === "system") return 2;
+  return EVAL_LIKE.test(event) ? 1 : 0;
+}
+
+const GROUP_TITLES = ["", "", "system", "span durations"];
+
+function chartKeys(board) {
+  const keys = new Map(), order = new Map();  // event -> when first logged, over the runs
   const filter = document.getElementById("chart-filter").value.trim().toLowerCase();
-  for (const run of state.selected) {
+  for (const run of board.runs()) {
     const answer = state.series.get(run);
+    for (const event of answer?.events || []) if (!order.has(event)) order.set(event, order.size);
     for (const s of answer?.series || []) {
-      const key = s.event + "\u0000" + s.field;
+      const key = chartKey(s.event, s.field);
       if (filter && !(s.event + "." + s.field).toLowerCase().includes(filter)) continue;
-      if (!keys.has(key)) keys.set(key, {event: s.event, field: s.field});
+      if (!order.has(s.event)) order.set(s.event, order.size);
+      if (!keys.has(key)) keys.set(key, {event: s.event, field: s.field, unit: s.unit});
     }
   }
-  return [...keys.entries()].sort(([, a], [, b]) => {
-    const ga = GROUP_ORDER.indexOf(a.event), gb = GROUP_ORDER.indexOf(b.event);
-    const oa = ga < 0 ? GROUP_ORDER.length : ga, ob = gb < 0 ? GROUP_ORDER.length : gb;
-    return oa - ob || a.event.localeCompare(b.event) || a.field.localeCompare(b.field);
+  const pins = board.pinnable ? state.pins : [];
+  const rank = ([key, info]) => [pins.includes(key) ? pins.indexOf(key) - pins.length : groupOf(info.event), order.get(info.event)];
+  return [...keys.entries()].sort((a, b) => {
+    const [ga, oa] = rank(a), [gb, ob] = rank(b);
+    return ga - gb || oa - ob || a[1].field.localeCompare(b[1].field);
   });
 }
 
-function chartData(event, field) {
+function chartData(board, event, field) {
   const weight = Number(document.getElementById("smoothing").value);
   const logY = document.getElementById("log-y").checked;
   const tables = [], runs = [], marks = [];
-  for (const run of [...state.selected].sort()) {
+  let nonfinite = 0;
+  for (const run of board.runs()) {
     const answer = state.series.get(run);
     const s = answer?.series?.find((x) => x.event === event && x.field === field);
     if (!s) continue;
@@ -259,12 +367,16 @@ function chartData(event, field) {
     }
     tables.push([xs, ys, ema(ys, weight)]);
     runs.push(run);
-    for (const m of s.marks) marks.push({run, x: markX(answer, m), value: m.value});
-    if (s.nonfinite > s.marks.length) marks.truncated = true;
+    for (const m of s.marks) marks.push({run, x: markX(answer, m), step: m.step, value: m.value});
+    nonfinite += s.nonfinite;
   }
-  return {data: tables.length ? uPlot.join(tables) : [[]], runs, marks,
-    nonfinite: runs.reduce((n, run) => n + (state.series.get(run).series.find((x) => x.event === event && x.field === field)?.nonfinite || 0), 0)};
+  // the marks' x join the data (with no value): the x range holds every mark, past the last point too
+  const markXs = [...new Set(marks.map((m) => m.x).filter(Number.isFinite))].sort((a, b) => a - b);
+  if (markXs.length && tables.length) tables.push([markXs]);
+  return {data: tables.length ? uPlot.join(tables) : [[]], runs, marks, nonfinite};
 }
+
+function markName(value) { return value === "NaN" ? "NaN" : value === "Infinity" ? "+inf" : "-inf"; }
 
 function drawMarks(u, marks) {
   const ctx = u.ctx;
@@ -272,11 +384,12 @@ function drawMarks(u, marks) {
   ctx.save();
   ctx.font = `${10 * devicePixelRatio}px system-ui`;
   ctx.textAlign = "center";
+  const labelled = new Set();  // one label per run and value: a run of inf is one label
   for (const m of marks) {
     const x = u.valToPos(m.x, "x", true);
     if (!Number.isFinite(x) || x < u.bbox.left - 1 || x > u.bbox.left + u.bbox.width + 1) continue;
-    ctx.fillStyle = colorOf(m.run);
-    ctx.strokeStyle = alpha("#c4321c", 0.35);
+    const color = colorOf(m.run);
+    ctx.strokeStyle = alpha(color, 0.35);
     ctx.setLineDash([3, 3]);
     ctx.beginPath();
     ctx.moveTo(x, top);
@@ -284,101 +397,172 @@ function drawMarks(u, marks) {
     ctx.stroke();
     ctx.setLineDash([]);
     const size = 5 * devicePixelRatio;
-    ctx.fillStyle = "#c4321c";
+    ctx.fillStyle = color;
     ctx.beginPath();
     ctx.moveTo(x - size, top);
     ctx.lineTo(x + size, top);
     ctx.lineTo(x, top + size * 1.6);
     ctx.closePath();
     ctx.fill();
-    ctx.fillText(m.value === "NaN" ? "NaN" : m.value === "Infinity" ? "+inf" : "-inf", x, top + size * 4);
+    const label = m.run + "\u0000" + m.value;
+    if (labelled.has(label)) continue;
+    labelled.add(label);
+    ctx.textAlign = x > u.bbox.left + u.bbox.width * 0.8 ? "right" : "center";
+    ctx.fillText(`${markName(m.value)} · ${m.run}`, x, top + size * 4);
   }
   ctx.restore();
+}
+
+// the marks near the cursor, named with their run: the chart's tooltip
+function markTooltip(u, marks) {
+  const left = u.cursor.left;
+  if (left === undefined || left < 0) { u.over.title = ""; return; }
+  const near = marks.filter((m) => Math.abs(u.valToPos(m.x, "x") - left) <= 6);
+  u.over.title = near.map((m) => `${m.run}: ${m.value} at step ${fmt(m.step)}`).join("\n");
+}
+
+// "nan: NaN ×1 from step 3 · inf: Infinity ×10 from step 91": each run's non-finite values
+function marksSummary(marks) {
+  const groups = new Map();
+  for (const m of marks) {
+    const key = m.run + "\u0000" + m.value;
+    if (!groups.has(key)) groups.set(key, {run: m.run, value: m.value, count: 0, step: m.step});
+    groups.get(key).count++;
+  }
+  return [...groups.values()].map((g) => `${g.run}: ${g.value} ×${g.count} from step ${fmt(g.step)}`);
 }
 
 function seriesOf(run, event, field) {
   return state.series.get(run)?.series?.find((x) => x.event === event && x.field === field);
 }
 
-function plotOptions(width, runs, marks, event, field) {
+// an axis as wide as its widest label: none is ever cut off
+function axisSize(u, values) {
+  return Math.ceil(Math.max(24, ...(values || []).map(textWidth))) + 14;
+}
+
+function plotOptions(board, width, runs, marks, info) {
+  const {event, field, unit} = info;
   const mode = document.getElementById("x-axis").value;
   const smoothing = Number(document.getElementById("smoothing").value) > 0;
+  const xUnit = mode === "relative" ? "s" : null;
   const series = [{label: mode === "step" ? "step" : mode === "wall" ? "time" : "seconds",
-    value: (u, v) => v === null ? "" : mode === "wall" ? fmtTime(v) : fmt(v)}];
+    value: (u, v) => v === null ? "" : mode === "wall" ? fmtTime(v) : fmtUnit(v, xUnit)}];
   for (const run of runs) {
     const color = colorOf(run);
     const few = (seriesOf(run, event, field)?.y.length || 0) < 30;  // a line of 1 point is invisible
     series.push({label: smoothing ? run + " (raw)" : run, stroke: smoothing ? alpha(color, 0.22) : color, width: 1,
-      spanGaps: true, points: {show: few, fill: color}, value: (u, v) => fmt(v)});
+      spanGaps: true, points: {show: few, fill: color}, value: (u, v) => fmtUnit(v, unit)});
     series.push({label: run, stroke: color, width: 1.6, spanGaps: true, points: {show: false},
-      value: (u, v) => fmt(v), show: smoothing});
+      value: (u, v) => fmtUnit(v, unit), show: smoothing});
   }
+  const chart = () => board.charts.get(chartKey(event, field));
+  const axis = {stroke: "#667085", grid: {stroke: "#eef0f3"}, ticks: {stroke: "#e4e7ec"}, font: AXIS_FONT};
   return {
     width, height: 220,
+    padding: [12, 28, 0, 0],  // room for the last x label, centred on the right edge
     scales: {x: {time: mode === "wall"}, y: {distr: document.getElementById("log-y").checked ? 3 : 1}},
-    axes: [{stroke: "#667085", grid: {stroke: "#eef0f3"}, ticks: {stroke: "#e4e7ec"}},
-      {stroke: "#667085", grid: {stroke: "#eef0f3"}, ticks: {stroke: "#e4e7ec"}, size: 60,
-        values: (u, vals) => vals.map(fmtAxis)}],
+    axes: [
+      mode === "wall" ? axis : {...axis, space: 64, values: (u, vals, i, space, incr) => {  // 64 px: room for 1.25e+6
+        const labels = fmtTicks(vals, xUnit, incr);
+        const c = chart();
+        if (c) c.card.dataset.xTicks = labels.join("|");
+        return labels;
+      }},
+      {...axis, size: axisSize, values: (u, vals, i, space, incr) => {
+        const labels = fmtTicks(vals, unit, incr);
+        const c = chart();
+        if (c) c.card.dataset.yTicks = labels.join("|");
+        return labels;
+      }},
+    ],
     series,
     legend: {live: true},
     cursor: {drag: {x: true, y: false}},
-    hooks: {draw: [(u) => drawMarks(u, marks)]},
+    hooks: {
+      draw: [(u) => drawMarks(u, chart()?.marks || marks), (u) => {
+        const c = chart();
+        if (!c) return;
+        c.card.dataset.xMin = String(u.scales.x.min);
+        c.card.dataset.xMax = String(u.scales.x.max);
+        c.card.dataset.yAxisWidth = String(u.axes[1]._size);
+      }],
+      setCursor: [(u) => markTooltip(u, chart()?.marks || marks)],
+    },
   };
 }
 
 function renderCharts() {
-  const container = document.getElementById("charts");
-  const keys = chartKeys();
-  if (!state.selected.size || !keys.length) {
-    for (const c of state.charts.values()) c.plot?.destroy();
-    state.charts.clear();
-    container.replaceChildren(el("div", {class: "empty"}, state.selected.size
-      ? "The selected runs have no numeric fields yet." : "Select runs in the table to chart them."));
+  renderBoard(mainBoard);
+  if (runBoard && currentView() === "run") renderBoard(runBoard);
+}
+
+function renderBoard(board) {
+  const container = board.container;
+  if (!container) return;
+  const keys = chartKeys(board);
+  const runs = board.runs();
+  if (!runs.length || !keys.length) {
+    for (const c of board.charts.values()) c.plot?.destroy();
+    board.charts.clear();
+    container.replaceChildren(el("div", {class: "empty"}, !board.pinnable ? "This run has no numeric fields yet."
+      : runs.length ? "The selected runs have no numeric fields yet."
+        : state.selected.size ? "The table filter hides every selected run." : "Select runs in the table to chart them."));
     return;
   }
   const wanted = new Set(keys.map(([k]) => k));
-  for (const [key, chart] of state.charts) {
-    if (!wanted.has(key)) { chart.plot?.destroy(); state.charts.delete(key); }
+  for (const [key, chart] of board.charts) {
+    if (!wanted.has(key)) { chart.plot?.destroy(); board.charts.delete(key); }
   }
   const groups = new Map();
   for (const [key, info] of keys) {
-    const group = info.event;
+    const group = board.pinnable && state.pins.includes(key) ? "pinned" : groupOf(info.event) >= 2 ? GROUP_TITLES[groupOf(info.event)] : info.event;
     if (!groups.has(group)) groups.set(group, []);
     groups.get(group).push([key, info]);
   }
   const sections = [];
   for (const [group, items] of groups) {
     const grid = el("div", {class: "chart-grid"});
-    for (const [key, info] of items) grid.append(chartCard(key, info));
-    sections.push(el("h2", {}, group === "span" ? "span durations (s)" : group), grid);
+    for (const [key, info] of items) grid.append(chartCard(board, key, info));
+    sections.push(el("h2", {}, group), grid);
   }
   container.replaceChildren(...sections);
-  for (const [key, info] of keys) updateChart(key, info);
+  for (const [key, info] of keys) updateChart(board, key, info);
 }
 
-function chartCard(key, info) {
-  let chart = state.charts.get(key);
+function chartCard(board, key, info) {
+  let chart = board.charts.get(key);
   if (!chart) {
     const marks = el("span", {class: "marks nonfinite"});
     const body = el("div", {class: "plot"});
+    const pin = board.pinnable ? el("button", {type: "button", class: "pin", title: "pin this chart to the top",
+      "aria-label": "pin " + info.event + "." + info.field, onclick: () => togglePin(key)}, "pin") : null;
     const card = el("div", {class: "chart", "data-event": info.event, "data-field": info.field},
-      el("div", {class: "title"}, el("span", {class: "event"}, info.event + " ·"), info.field, marks), body);
-    chart = {card, body, marksLabel: marks, plot: null, structure: ""};
-    state.charts.set(key, chart);
+      el("div", {class: "title"}, el("span", {class: "event"}, info.event + " ·"), info.field,
+        info.unit ? el("span", {class: "unit"}, `(${info.unit === "bytes" ? "bytes" : info.unit})`) : null, marks, pin), body);
+    chart = {card, body, marksLabel: marks, pin, plot: null, structure: "", marks: []};
+    board.charts.set(key, chart);
+  }
+  const pinned = board.pinnable && state.pins.includes(key);
+  chart.card.classList.toggle("pinned", pinned);
+  if (chart.pin) {
+    chart.pin.textContent = pinned ? "unpin" : "pin";
+    chart.pin.setAttribute("aria-pressed", pinned ? "true" : "false");
   }
   return chart.card;
 }
 
-function updateChart(key, info) {
-  const chart = state.charts.get(key);
-  const {data, runs, marks, nonfinite} = chartData(info.event, info.field);
+function updateChart(board, key, info) {
+  const chart = board.charts.get(key);
+  const {data, runs, marks, nonfinite} = chartData(board, info.event, info.field);
+  chart.marks = marks;
   const structure = [runs.join(","), document.getElementById("x-axis").value,
     document.getElementById("log-y").checked, Number(document.getElementById("smoothing").value) > 0].join("|");
   const width = Math.max(300, chart.card.clientWidth - 20);
   if (!chart.plot || chart.structure !== structure) {
     chart.plot?.destroy();
     chart.body.replaceChildren();
-    chart.plot = new uPlot(plotOptions(width, runs, marks, info.event, info.field), data, chart.body);
+    chart.plot = new uPlot(plotOptions(board, width, runs, marks, info), data, chart.body);
     chart.structure = structure;
     // the legend names each run once: with smoothing on, the faint raw line needs no row
     const smoothing = Number(document.getElementById("smoothing").value) > 0;
@@ -386,14 +570,16 @@ function updateChart(key, info) {
       if (i > 0 && i % 2 === (smoothing ? 1 : 0)) row.classList.add("raw");
     });
   } else {
-    chart.plot.hooks.draw = [(u) => drawMarks(u, marks)];
     chart.plot.setData(data);
   }
   chart.card.dataset.runs = String(runs.length);
   chart.card.dataset.axes = structure.split("|").slice(1).join("|");  // x mode | log y | smoothed
   chart.card.dataset.points = String(data[0].length);
   chart.card.dataset.nonfinite = String(nonfinite);
-  chart.marksLabel.textContent = nonfinite ? `⚠ ${nonfinite} non-finite (${[...new Set(marks.map((m) => m.value))].join(", ")})` : "";
+  const values = [...new Set(marks.map((m) => m.value))].join(", ");
+  chart.marksLabel.textContent = nonfinite ? `⚠ ${nonfinite} non-finite (${values})` : "";
+  chart.marksLabel.title = marksSummary(marks).join("\n") + (nonfinite > marks.length ? `\n(the first ${marks.length} are marked)` : "");
+  chart.marksLabel.dataset.runs = [...new Set(marks.map((m) => m.run))].join(",");
 }
 
 async function fetchSeries(run) {
@@ -406,7 +592,7 @@ async function fetchSeries(run) {
 }
 
 async function refreshCharts() {
-  await Promise.all([...state.selected].map((run) => fetchSeries(run).catch(() => false)));
+  await Promise.all(mainBoard.runs().map((run) => fetchSeries(run).catch(() => false)));
   renderCharts();
 }
 
@@ -423,8 +609,16 @@ async function poll() {
     if (state.firstLoad) {
       state.firstLoad = false;
       const recent = [...state.runs].sort((a, b) => String(b.started).localeCompare(String(a.started)));
-      for (const row of recent.slice(0, 5)) state.selected.add(row.run);
+      for (const row of recent.slice(0, SELECT_LIMIT)) state.selected.add(row.run);
+    } else {
+      // a run that started while the page is open is drawn: when following, or while there is room
+      const follow = document.getElementById("follow").checked;
+      for (const row of state.runs) {
+        if (!state.known.has(row.run) && (follow || state.selected.size < SELECT_LIMIT)) state.selected.add(row.run);
+      }
     }
+    for (const row of state.runs) state.known.add(row.run);
+    await fetchUnits();
     for (const run of [...state.selected]) if (!state.runs.some((r) => r.run === run)) state.selected.delete(run);
     const live = document.getElementById("live");
     live.classList.remove("off");
@@ -432,8 +626,11 @@ async function poll() {
     live.textContent = behind > 0 ? `reading logs · ${Math.max(1, Math.round(behind / 1048576))} MB to go` : "live";
     if (currentView() === "runs") {
       renderTableIfIdle();
-      const changed = await Promise.all([...state.selected].map((run) => fetchSeries(run).catch(() => false)));
-      if (changed.some(Boolean) || state.charts.size === 0) renderCharts();
+      const changed = await Promise.all(mainBoard.runs().map((run) => fetchSeries(run).catch(() => false)));
+      if (changed.some(Boolean) || mainBoard.charts.size === 0) renderBoard(mainBoard);
+    } else if (currentView() === "run" && runBoard) {
+      const changed = await Promise.all(runBoard.runs().map((run) => fetchSeries(run).catch(() => false)));
+      if (changed.some(Boolean) || runBoard.charts.size === 0) renderBoard(runBoard);
     }
   } catch (err) {
     document.getElementById("live").classList.add("off");
@@ -441,6 +638,14 @@ async function poll() {
   } finally {
     state.polling = false;
   }
+}
+
+// the unit of each column, asked for again only when a column is new
+async function fetchUnits() {
+  const keys = new Set(state.runs.flatMap((row) => Object.keys(row)));
+  if ([...keys].every((k) => state.unitsAsked?.has(k))) return;
+  state.units = await api("/api/units");
+  state.unitsAsked = keys;
 }
 
 function renderTableIfIdle() {
@@ -479,9 +684,11 @@ async function showRun(label) {
     view.replaceChildren(el("div", {class: "empty"}, String(err.message))); return;
   }
   setCrumbs(["run", label]);
-  const attempts = grid(["attempt", "started", "status", "duration", "resume step", "error"], d.attempts.map((a) => [
-    a.attempt, fmtTime(a.started), el("span", {class: "badge " + (a.status || d.row.status)}, a.status || d.row.status),
-    fmtDuration(a.duration_s), a.resume_step ?? "", a.exc_type ? `${a.exc_type}: ${a.exc_message || ""}` : a.signal || (a.exit_code ?? "")]));
+  // each attempt's own status and duration, as the API gives them: died where it has no run_end
+  const attempts = grid(["attempt", "started", "status", "duration", "resume step", "config", "error"], d.attempts.map((a, i) => [
+    a.attempt, fmtTime(a.started), el("span", {class: "badge " + a.status, "data-status": a.status}, a.status),
+    fmtDuration(a.duration_s), a.resume_step ?? "", configChange(a, i),
+    a.exc_type ? `${a.exc_type}: ${a.exc_message || ""}` : a.signal || (a.exit_code ?? "")]));
   const spans = Object.keys(d.spans).length
     ? grid(["span", "count", "total", "mean", "max"], Object.entries(d.spans).map(([n, s]) => [n, s.count, fmtSeconds(s.total_s), fmtSeconds(s.mean_s), fmtSeconds(s.max_s)]))
     : el("p", {class: "muted"}, "no spans");
@@ -499,9 +706,13 @@ async function showRun(label) {
     ["records", ...d.ranks.map((r) => r.records)],
     ["torn lines", ...d.ranks.map((r) => r.torn_lines)],
     ["step", ...d.ranks.map((r) => r.step)],
-    ...lastKeys.map((k) => [k, ...d.ranks.map((r) => r.last[k] ?? "")]),
+    ...lastKeys.map((k) => [k, ...d.ranks.map((r) => r.last[k] === undefined ? "" : fmtUnit(r.last[k], unitOfKey(k)))]),
   ]);
-  const failed = d.attempts.find((a) => a.exc_type);
+  // the full traceback of each attempt that failed, as its run_end holds it
+  const traces = d.attempts.filter((a) => a.exc_type || a.traceback).map((a) => el("div", {class: "failure"},
+    el("h3", {}, `attempt ${a.attempt}: ${a.exc_type || "failed"}${a.exc_message ? ": " + a.exc_message : ""}`),
+    el("pre", {class: "trace"}, a.traceback || `${a.exc_type}: ${a.exc_message || ""}`)));
+  const charts = el("div", {class: "run-charts"});
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, label), el("div", {class: "muted"}, d.path, " · ",
       el("span", {class: "badge " + d.row.status}, d.row.status), ` · ${d.row.attempts} attempt(s) · step ${fmt(d.row.step)} · ${fmtDuration(d.row.duration_s)}`,
@@ -510,12 +721,38 @@ async function showRun(label) {
     el("div", {class: "grid2"},
       el("div", {class: "panel"}, el("h2", {}, "Config"), kvTable(flatConfig(d.config))),
       el("div", {class: "panel"}, el("h2", {}, "Environment"), kvTable(d.environment))),
-    el("div", {class: "panel"}, el("h2", {}, "Attempts"), attempts,
-      failed ? el("pre", {class: "trace"}, `${failed.exc_type}: ${failed.exc_message || ""}`) : null),
+    el("div", {class: "panel"}, el("h2", {}, "Attempts"), attempts, traces),
+    el("div", {class: "panel"}, el("h2", {}, "Charts"), charts),
     el("div", {class: "grid2"},
       el("div", {class: "panel"}, el("h2", {}, "Spans"), spans),
       el("div", {class: "panel"}, el("h2", {}, "Ranks"), ranks)),
     el("div", {class: "panel"}, el("h2", {}, "Artifacts"), artifacts));
+  for (const c of runBoard?.charts.values() || []) c.plot?.destroy();
+  runBoard = newBoard(charts, () => [label], false);
+  colorOf(label);
+  await fetchSeries(label).catch(() => false);
+  if (currentView() === "run") renderBoard(runBoard);
+}
+
+// what an attempt's config changed: "lr 0.1 → 0.2", or that it passed none and kept the run's
+function configChange(a, i) {
+  if (!i) return "";
+  if (!a.config_given) return el("span", {class: "muted"}, "kept (none passed)");
+  const changes = Object.entries(a.config_changes || {});
+  if (!changes.length) return el("span", {class: "muted"}, "same");
+  return el("span", {class: "changed config-change"}, changes.map(([k, [x, y]]) => `${k} ${fmtConfig(x)} → ${fmtConfig(y)}`).join(", "));
+}
+
+function fmtConfig(v) { return v === null || v === undefined ? "-" : typeof v === "object" ? JSON.stringify(v) : fmt(v); }
+
+// the unit of a `<event>.<field>` key: the table's, or the one its series gives
+function unitOfKey(key) {
+  if (state.units[key]) return state.units[key];
+  for (const answer of state.series.values()) {
+    const s = answer.series?.find((x) => x.event + "." + x.field === key);
+    if (s) return s.unit;
+  }
+  return null;
 }
 
 // --- the diff page ------------------------------------------------------------------------
@@ -567,11 +804,12 @@ function route() {
   const parts = location.hash.split("/").slice(2).map(decodeURIComponent);
   if (view === "run") showRun(parts[0]);
   else if (view === "diff") showDiff(parts[0], parts[1]);
-  else { setCrumbs([]); renderTable(); renderCharts(); poll(); }
+  else { setCrumbs([]); renderTable(); refreshCharts(); poll(); }  // the series of runs ticked meanwhile too
 }
 
 function init() {
-  document.getElementById("filter").addEventListener("input", renderTable);
+  mainBoard.container = document.getElementById("charts");
+  document.getElementById("filter").addEventListener("input", () => { renderTable(); refreshCharts(); });
   document.getElementById("chart-filter").addEventListener("input", renderCharts);
   for (const id of ["x-axis", "log-y"]) document.getElementById(id).addEventListener("change", renderCharts);
   const smoothing = document.getElementById("smoothing");
@@ -582,6 +820,9 @@ function init() {
   document.getElementById("select-none").addEventListener("click", () => {
     state.selected.clear(); renderTable(); renderCharts();
   });
+  document.getElementById("follow").addEventListener("change", (e) => {
+    document.getElementById("follow").closest("label").classList.toggle("on", e.target.checked);
+  });
   document.getElementById("diff-selected").addEventListener("click", () => {
     const [a, b] = [...state.selected];
     location.hash = `#/diff/${encodeURIComponent(a)}/${encodeURIComponent(b)}`;
@@ -589,11 +830,14 @@ function init() {
   let resize = null;
   window.addEventListener("resize", () => {
     clearTimeout(resize);
-    resize = setTimeout(() => { for (const c of state.charts.values()) c.plot?.setSize({width: Math.max(300, c.card.clientWidth - 20), height: 220}); }, 150);
+    const boards = runBoard ? [mainBoard, runBoard] : [mainBoard];
+    resize = setTimeout(() => {
+      for (const c of boards.flatMap((b) => [...b.charts.values()])) c.plot?.setSize({width: Math.max(300, c.card.clientWidth - 20), height: 220});
+    }, 150);
   });
   window.addEventListener("hashchange", route);
   route();
-  setInterval(() => { if (currentView() === "runs") poll(); }, POLL_MS);
+  setInterval(() => { if (currentView() !== "diff") poll(); }, POLL_MS);
 }
 
 init();
