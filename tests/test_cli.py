@@ -389,7 +389,7 @@ class TestHostileInputs:
 
         assert main(["show", str(log)]) == 1
 
-        assert "not a runlines log: no record has an 'event' field" in capsys.readouterr().err
+        assert "is not a runlines log: none of its records has a text 'event'" in capsys.readouterr().err
 
     def test_last_line_without_newline_is_shown(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]

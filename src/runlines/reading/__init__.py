@@ -89,8 +89,7 @@ _HOMES = {
 
 # What `ls`, `show` and `which` print moved to the CLI; the names stay importable from here.
 _MOVED = frozenset(
-    {"ArtifactMatch", "RunDetails", "describe", "find_artifact", "last_value", "main_metric",
-     "summarize"}
+    {"ArtifactMatch", "RunDetails", "describe", "find_artifact"}
 )  # fmt: skip
 
 

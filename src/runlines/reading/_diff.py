@@ -97,7 +97,7 @@ def diff(
     (``split="val"``, ``split="test"``), then by their order.
 
     Raises:
-        ReadError: *a* or *b* is not one log file.
+        ReadError: *a* or *b* is not one log file, or is no runlines log.
         ValueError: *rtol* or *atol* is not a finite number >= 0.
     """
     check_tolerance("rtol", rtol)
@@ -156,7 +156,7 @@ def _last_start(source: str | os.PathLike[str]) -> Mapping[str, Any]:
     if not starts:
         return {}
     # an attempt without a config keeps the one before, as in runs()
-    configs = [r["config"] for r in starts if isinstance(r.get("config"), Mapping)]
+    configs = [r["config"] for r in starts if isinstance(r.get("config"), Mapping) and r["config"]]
     return {**starts[-1], "config": configs[-1] if configs else None}
 
 

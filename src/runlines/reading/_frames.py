@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from runlines.errors import FieldError
+from runlines.errors import FieldError, ReadError, RunlinesWarning
 from runlines.reading._arrow import (
     _arrow_kind,
     _as_floats,
@@ -31,7 +32,9 @@ from runlines.reading._rules import (
     check_errors,
     did_you_mean,
     event_names,
+    foreign_log_message,
     import_pandas,
+    is_runlines_record,
 )
 
 if TYPE_CHECKING:
@@ -118,16 +121,35 @@ def load(
     Raises:
         ReadError: a missing or unreadable log, or a bad line with ``errors="raise"``.
         FieldError: an event name or a column that no record has.
+
+    A JSONL that is no runlines log (no record has a text `event` and a numeric `ts`) is read
+    with a warning that says so.
     """
     check_errors(errors)
     if engine != "pandas":
         return _load_duckdb(sources, event, columns, superseded, errors, engine)
+    return _load(sources, event, columns, superseded, errors, refuse_foreign=False)
+
+
+def _load(
+    sources: tuple[str | os.PathLike[str], ...],
+    event: str | Iterable[str] | None,
+    columns: Iterable[str] | None,
+    superseded: bool,
+    errors: Errors,
+    *,
+    refuse_foreign: bool,
+) -> pd.DataFrame:
+    """Return `load()`'s frame; a foreign JSONL among the logs raises (*refuse_foreign*) or
+    warns.
+    """
     names = event_names(event)
     found = find_logs(*sources)
     _prefetch_pandas("load()")
     import numpy as np
 
     logs = [read_log(log, errors, names) for log in found]
+    check_foreign(logs, refuse=refuse_foreign)
     pd = import_pandas("load()")
     table = _Columns(logs)
     attempt, rewound = _attempts(table, logs)
@@ -155,6 +177,7 @@ def load_with_presence(
     found = find_logs(source)
     _prefetch_pandas(caller)
     logs = [read_log(log, "warn", None) for log in found]
+    check_foreign(logs, refuse=True)
     pd = import_pandas(caller)
     table = _Columns(logs)
     attempt, rewound = _attempts(table, logs)
@@ -169,6 +192,48 @@ def load_with_presence(
             if isinstance(column, _Numbers):
                 present[name] = column.valid
     return frame, present
+
+
+def check_foreign(logs: Iterable[_ParsedLog], *, refuse: bool) -> None:
+    """Warn, or raise ReadError (*refuse*: `diff`, `compare`), for each log that is no
+    runlines log: it has records, none of them with a text `event` and a numeric `ts`.
+    """
+    for parsed in logs:
+        if parsed.pieces and not _shaped(parsed):
+            message = foreign_log_message(parsed.log.path)
+            if refuse:
+                raise ReadError(message, str(parsed.log.path))
+            warnings.warn(message, RunlinesWarning, stacklevel=4)
+
+
+def _shaped(parsed: _ParsedLog) -> bool:
+    """Return whether a record of *parsed* has a text event and a numeric ts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for piece in parsed.pieces:
+        if any(is_runlines_record(record) for record in piece.records):
+            return True
+        event, ts = piece.column("event"), piece.column("ts")
+        if ts is None or not (pa.types.is_integer(ts.type) or pa.types.is_floating(ts.type)):
+            continue
+        if piece.event is not None and piece.event:  # one event's bucket: a text event
+            texts = pc.is_valid(ts)
+        elif event is not None and (pa.types.is_string(event.type) or _is_text(event.type)):
+            texts = pc.and_(pc.is_valid(event), pc.is_valid(ts))
+        else:
+            continue
+        if pc.any(texts).as_py():
+            return True
+    return False
+
+
+def _is_text(kind: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str]:
@@ -409,6 +474,7 @@ def compare(
 
     Raises:
         FieldError: *metric* or *by* is not a numeric field of any record.
+        ReadError: a source holds a JSONL that is no runlines log.
         ValueError: an unknown *agg*.
     """
     if agg not in AGGREGATIONS:
@@ -418,7 +484,7 @@ def compare(
         msg = f"metric and by are both {by!r}; compare a metric by another field, e.g. step"
         raise FieldError(msg)
     pd = import_pandas("compare()")
-    frame = load(*sources, event=event)
+    frame = _load(sources, event, None, False, "warn", refuse_foreign=True)
     if by == ELAPSED and by not in frame.columns:
         frame = _with_elapsed(load(*sources), event_names(event))
     _check_numeric(frame, metric, "metric")

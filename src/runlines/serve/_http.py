@@ -481,6 +481,7 @@ def _attempt(attempt: Mapping[str, Any]) -> dict[str, Any]:
         "resume_step": start.get("resume_step"),
         "ended": end.get("ts"),
         **{key: end.get(key) for key in keys},
+        "config_changes": attempt.get("config_changes") or {},  # key: [before, after]
     }
 
 

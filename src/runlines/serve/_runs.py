@@ -15,15 +15,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
-from runlines.reading._rules import is_metric_event
-from runlines.reading._summary import RunSummary
+from runlines.reading._rules import (
+    BOOKKEEPING,
+    config_changes,
+    foreign_log_message,
+    is_metric_event,
+)
+from runlines.reading._summary import RunSummary, flatten
 from runlines.serve._series import Series
 from runlines.serve._tail import LogTail
 
 if TYPE_CHECKING:
     from runlines.serve._copy import History
 
-NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
+NOT_SERIES: Final = BOOKKEEPING  # the one list of what is no metric, as runs() and top use
 _ENV_FIELDS: Final = (
     "host", "pid", "python", "runlines", "argv", "cwd", "git_commit", "git_dirty", "world_size",
     "id", "resume_step",
@@ -219,9 +224,20 @@ class RunState:
         """Keep what the run page shows of a record: config, environment, attempts, artifacts."""
         event = record.get("event")
         if event == "run_start":
-            self.config = record.get("config")
+            config, changed = record.get("config"), {}
+            if isinstance(config, Mapping) and config:  # none given keeps the run's (runs())
+                if self.attempts and isinstance(self.config, Mapping):
+                    changed = config_changes(flatten(self.config), flatten(config))
+                self.config = config
             self.environment = {k: record[k] for k in _ENV_FIELDS if k in record}
-            self.attempts.append({"attempt": record.get("attempt"), "start": record, "end": None})
+            self.attempts.append(
+                {
+                    "attempt": record.get("attempt"),
+                    "start": record,
+                    "end": None,
+                    "config_changes": changed,
+                }
+            )
         elif event == "run_end" and self.attempts:
             self.attempts[-1]["end"] = record
         elif event == "artifact":
@@ -313,6 +329,7 @@ class RunStore:
         self._no_requests = threading.Event()
         self._no_requests.set()
         self.runs: dict[str, RunState] = {}
+        self.foreign: set[Path] = set()  # JSONL files that are no runlines logs: no runs
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -356,7 +373,11 @@ class RunStore:
         A log that comes back (a run started again under its name) is a new run.
         """
         for label, state in list(self.runs.items()):
-            if state.is_gone():
+            if state.summary.records and not state.summary.shaped:  # a foreign JSONL
+                self.foreign.add(state.path)
+                message = foreign_log_message(state.path, left_out=True)
+                print(f"runlines: warning: {message}", file=sys.stderr)
+            if state.is_gone() or state.path in self.foreign:
                 del self.runs[label]
             else:
                 state.forget_gone_ranks()
@@ -408,7 +429,7 @@ class RunStore:
                 del self.runs[label]
         by_path = {run.path: run for run in self.runs.values()}
         for path, label in labels.items():
-            if path not in by_path:
+            if path not in by_path and path not in self.foreign:
                 if label in self.runs:  # a name that a run found earlier holds: use the path
                     label = _relative(path, self._common_root())
                 by_path[path] = self.runs[label] = RunState(label, path)
