@@ -19,11 +19,11 @@ from runlines.cli import main
 from runlines.cli._top import Top
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading import RunSummary
+from runlines.reading._follow import LogFollower
 from runlines.reading._parquet import write_copy
 from runlines.reading._rules import BOOKKEEPING, direction
 from runlines.reading._table import summary_of
 from runlines.serve._runs import NOT_SERIES, RunStore, _File
-from runlines.serve._tail import LogTail
 
 
 def _resumed(folder: Path, *, third: dict[str, Any] | None = None) -> Path:
@@ -86,12 +86,12 @@ class TestAttemptsAndDuration:
         log = _resumed(tmp_path)
 
         shown = _cli_json(capsys, "show", "--json", str(log))
-        attempts = RunSummary_of(log).attempts_detail(alive=False)
+        attempts = _summary_of(log).attempts_detail(alive=False)
 
         for found in (shown["attempts"], attempts):
             assert [a["status"] for a in found] == ["died", "ok"]
             assert [a["duration_s"] for a in found] == [10.0, 5.0]
-        assert sum(a["duration_s"] for a in attempts) == RunSummary_of(log).duration_s
+        assert sum(a["duration_s"] for a in attempts) == _summary_of(log).duration_s
 
     def test_an_attempt_without_run_end_died_whatever_came_later(self, tmp_path: Path) -> None:
         log = write(
@@ -102,7 +102,7 @@ class TestAttemptsAndDuration:
             line("run_start", ts=T0 + 7, attempt=3),
         )
 
-        statuses = [a["status"] for a in RunSummary_of(log).attempts_detail(alive=True, now=T0)]
+        statuses = [a["status"] for a in _summary_of(log).attempts_detail(alive=True, now=T0)]
 
         assert statuses == ["died", "failed", "running"]
 
@@ -113,13 +113,13 @@ class TestAttemptsAndDuration:
             stream.write(line("run_start", run="r", ts=T0 + 300, attempt=4, config={}))
 
         from_copy = summary_of(runlines.reading.log_file(log))
-        whole = RunSummary_of(log)
+        whole = _summary_of(log)
 
         assert from_copy.attempts_detail(alive=False) == whole.attempts_detail(alive=False)
         assert [a["status"] for a in whole.attempts_detail(alive=False)][-1] == "died"
 
 
-def RunSummary_of(path: Path) -> RunSummary:  # noqa: N802 - reads as the class it returns
+def _summary_of(path: Path) -> RunSummary:
     summary = RunSummary(path)
     for record in runlines.iter_events(path):
         summary.add(record)
@@ -182,7 +182,7 @@ class TestMetrics:
         self, tmp_path: Path
     ) -> None:
         log = _resumed(tmp_path)
-        charted = _File(0, LogTail(log))
+        charted = _File(0, LogFollower(log))
         for record in runlines.iter_events(log):
             charted.take(record)
 

@@ -28,7 +28,8 @@ from runlines.cli._summaries import unreadable_reason, warn_unreadable
 from runlines.cli._terminal import printable
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading._files import LogFile, check_source, is_locked, log_file, run_labels
-from runlines.reading._lines import LogFollower, decode_line, lines_containing, open_log
+from runlines.reading._follow import LogFollower
+from runlines.reading._lines import decode_line, lines_containing, open_log
 from runlines.reading._rules import BOOKKEEPING, NOT_METRIC_EVENTS, foreign_log_message
 from runlines.reading._summary import RunSummary
 
@@ -135,13 +136,12 @@ class RunWatch:
             self._primed = True  # after the reads: a log that could not be read is primed later
             if read:
                 return read
-        before = self.follower.offset
+        before = self.follower.bytes_read
         records = self.follower.poll()
         if self.follower.restarts != self._restarts:  # replaced or truncated: start over
             self._restarts = self.follower.restarts
             self._reset()
-            before = 0
-        read = self.follower.offset - before
+        read = self.follower.bytes_read - before
         self.bytes_read += read
         for record in records:
             self.add(record)

@@ -260,7 +260,7 @@ class RunSummary:
         # per attempt: its number, first and last ts (set when the next starts), its run_end's
         # status and ts, and the config keys it changed; None for an attempt of a restored
         # summary's history, read again from the log when asked (`attempts_detail`)
-        self._attempt_list: list[dict[str, Any]] = []
+        self._attempt_list: list[dict[str, Any] | None] = []
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count *record* (one decoded record, as iter_events yields it) in."""
@@ -315,10 +315,10 @@ class RunSummary:
         config = record.get("config")
         changed: dict[str, list[Any]] = {}
         if isinstance(config, Mapping) and config:  # one without a config keeps the one before
-            own = flatten(config)
+            flat = flatten(config)
             if self._attempt_list:
-                changed = config_changes(self.config, own)
-            self.config = own
+                changed = config_changes(self.config, flat)
+            self.config = flat
         self._attempt_list.append(_new_attempt(self.attempts, changed))
         self._segment += 1
         resume = record.get("resume_step")
@@ -452,9 +452,9 @@ class RunSummary:
         after]`` (None: the key was not there). Its run_end's dropped, dropped_by_sink,
         exc_type, exc_message and signal are kept where set.
         """
-        entries = self._attempt_list
-        if any(entry is None or entry["attempt"] is None for entry in entries):
-            entries = self._with_history()
+        if any(entry is None or entry["attempt"] is None for entry in self._attempt_list):
+            self._attempt_list = list(self._with_history())  # read once
+        entries = [entry for entry in self._attempt_list if entry is not None]
         found = []
         for number, entry in enumerate(entries):
             attempt = dict(entry)
@@ -476,9 +476,9 @@ class RunSummary:
                 past.add(record)
         except (OSError, ReadError):
             pass
-        old = past._attempt_list
-        if old:
+        if past._attempt_list:
             past._close_attempt()
+        old = [entry for entry in past._attempt_list if entry is not None]
         merged = []
         for number, entry in enumerate(self._attempt_list):
             known = old[number] if number < len(old) else _new_attempt(number + 1, {})

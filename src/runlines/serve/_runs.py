@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
+from runlines.reading._follow import LogFollower
 from runlines.reading._rules import (
     BOOKKEEPING,
     config_changes,
@@ -23,7 +24,6 @@ from runlines.reading._rules import (
 )
 from runlines.reading._summary import RunSummary, flatten
 from runlines.serve._series import Series
-from runlines.serve._tail import LogTail
 
 if TYPE_CHECKING:
     from runlines.serve._copy import History
@@ -56,7 +56,7 @@ class _File:
     """One log file of a run (rank 0 or another rank) and what was read of it."""
 
     rank: int
-    tail: LogTail
+    tail: LogFollower
     series: dict[tuple[str, str], Series] = field(default_factory=dict)
     last_step: float = 0  # the step of the last record that had one
     spans: dict[str, list[float]] = field(default_factory=dict)  # name: [count, total, max]
@@ -139,7 +139,7 @@ class RunState:
         self._tail_summary: tuple[int, RunSummary] | None = None  # (size, of the last records)
 
     def _file(self, rank: int, path: Path) -> _File:
-        return _File(rank, LogTail(path, on_restart=lambda: self._restarted(rank)))
+        return _File(rank, LogFollower(path, on_restart=lambda: self._restarted(rank)))
 
     def _restarted(self, rank: int) -> None:
         """Drop what file *rank* gave before it was replaced, truncated or rewritten."""
@@ -199,7 +199,7 @@ class RunState:
         for rank, path in self.copies_to_look_for():
             self.take_history(rank, *read_history(path, label=self.label))
         for rank, log in sorted(self.files.items()):
-            for record in log.tail.poll(max_bytes):
+            for record in log.tail.stream(max_bytes):
                 self._take(rank, log, record)
             if log.tail.pending_bytes and not log.tail.behind() and not is_locked(log.tail.path):
                 last = log.tail.finished_fragment()
