@@ -225,7 +225,28 @@ def _shaped(parsed: _ParsedLog) -> bool:
             continue
         if pc.any(texts).as_py():
             return True
-    return False
+    return any(map(_shaped_rows, parsed.pieces))  # the values Python read (patches) too
+
+
+def _shaped_rows(piece: Any) -> bool:
+    """Return whether a row of *piece*, its patched values taken, has a text event and a
+    numeric ts (slow: for a log the columns alone do not show one in).
+    """
+    events, stamps = _row_values(piece, "event"), _row_values(piece, "ts")
+    return any(
+        is_runlines_record({"event": event, "ts": ts})
+        for event, ts in zip(events, stamps, strict=True)
+    )
+
+
+def _row_values(piece: Any, name: str) -> list[Any]:
+    column = piece.column(name)
+    values = column.to_pylist() if column is not None else [None] * piece.table.num_rows
+    if name == "event" and piece.event is not None and column is None:
+        values = [piece.event] * piece.table.num_rows
+    for row, value in zip(*piece.patches.get(name, ((), ())), strict=True):
+        values[row] = value
+    return values
 
 
 def _is_text(kind: Any) -> bool:

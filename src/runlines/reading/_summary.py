@@ -27,6 +27,7 @@ import math
 import os
 import statistics
 import time
+import warnings
 from array import array
 from collections import deque
 from collections.abc import Mapping
@@ -37,7 +38,7 @@ from runlines import _layout
 from runlines._layout import RUN_END, RUN_START
 from runlines.errors import ReadError
 from runlines.reading._files import is_locked
-from runlines.reading._lines import iter_events, lines_containing, records_of
+from runlines.reading._lines import head_record, iter_events, lines_containing, records_of
 from runlines.reading._rules import (
     BOOKKEEPING,
     as_attempt,
@@ -594,12 +595,27 @@ class RunSummary:
         summary._gaps.extend(state["gaps"])
         summary._active_ts = state["active_ts"]
         summary._stall_seen = state["stall_seen"]
-        # a copy is of a runlines log; its state holds no attempts: asked for, they are read
-        # again from the log (`attempts_detail`), and no metric's step (`show` reads records)
-        summary.shaped = True
+        # the state holds no attempts: asked for, they are read again from the log
+        # (`attempts_detail`); nor a metric's step (`show` reads the records)
+        summary.shaped = _any_runlines_record(summary.path, state["records"])
         summary._attempt_list = [None] * state["segments"]
         summary._restored_records = state["records"]
         return summary
+
+
+def _any_runlines_record(path: Path, records: int) -> bool:
+    """Return whether one of the first *records* of *path* is shaped as runlines writes them
+    (the first, for a runlines log); a log that cannot be read counts as one (its read says).
+    """
+    try:
+        head = head_record(path)
+        if head is not None and is_runlines_record(head):
+            return True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the bad lines: the summary's own read warns
+            return any(map(is_runlines_record, itertools.islice(iter_events(path), records)))
+    except (OSError, ReadError):
+        return True
 
 
 def _new_attempt(number: int | None, changed: dict[str, list[Any]] | None) -> dict[str, Any]:
