@@ -253,6 +253,26 @@ class TestConfig:
         assert "lr: 0.001 -> 0.01, warmup: - -> 5" in out
         assert [a["config_changes"] for a in store.runs["r"].attempts] == changes
 
+    def test_diff_lists_each_attempt_and_what_it_changed(self, tmp_path: Path) -> None:
+        log = _resumed(tmp_path, third={"lr": 0.01, "seed": 1, "warmup": 5})
+        other = write(tmp_path / "o" / "o.jsonl", line("run_start", run="o", config={"lr": 0.01}))
+
+        found = runlines.diff(log, other)
+
+        assert found.attempts["a"] == [
+            {"attempt": 1, "status": "died", "config_changes": {}},
+            {"attempt": 2, "status": "ok", "config_changes": {}},
+            {
+                "attempt": 3,
+                "status": "ok",
+                "config_changes": {"lr": [0.001, 0.01], "warmup": [None, 5]},
+            },
+        ]
+        assert found.changed == {}  # the run's config is its last attempt's: lr 0.01
+        assert found.to_dict()["attempts"]["b"] == [
+            {"attempt": 1, "status": "died", "config_changes": {}}
+        ]
+
 
 class TestForeignLogs:
     @pytest.fixture
