@@ -52,6 +52,7 @@ class RunDetails:
     # per event: records a later attempt superseded, which load() leaves out (see _rules)
     superseded: dict[str, int] = field(default_factory=dict)
     _kept: dict[tuple[str, Any], list[int]] = field(default_factory=dict)  # [attempt, count]
+    _steps: dict[tuple[str, str], Any] = field(default_factory=dict)  # a field's last step
     status: str = "died"
 
     def add(self, record: dict[str, Any]) -> None:
@@ -61,6 +62,9 @@ class RunDetails:
         name = event if isinstance(event, str) else "(no event)"
         self.counts[name] = self.counts.get(name, 0) + 1
         self._supersede(name, record)
+        step = record.get("step")  # the step of each field's last record (None: it had none)
+        for key in record:
+            self._steps[(name, key)] = step
         if name == "run_start":
             self.starts.append(record)
         elif name == "artifact":
@@ -94,7 +98,7 @@ class RunDetails:
                 "event": event,
                 "field": name,
                 "value": self.summary.last[key],
-                "step": self.summary.last_step.get(key),
+                "step": self._steps.get((event, name)),
                 "best": bests.get(key),
             }
             for event, name, key in self.summary.metrics()

@@ -257,7 +257,6 @@ class RunSummary:
         self._active_ts: float | None = None  # the last record that was no background record
         self._stall_seen = False  # a `stall` record, and no record of the run's since
         self.shaped = False  # whether a record has a text event and a numeric ts (runlines')
-        self.last_step: dict[str, Any] = {}  # per metric: the step of the record of its last value
         # per attempt: its number, first and last ts (set when the next starts), its run_end's
         # status and ts, and the config keys it changed; None for an attempt of a restored
         # summary's history, read again from the log when asked (`attempts_detail`)
@@ -369,8 +368,6 @@ class RunSummary:
             if not key:
                 continue
             last[key] = value
-            if at != math.inf:
-                self.last_step[key] = step
             if best is not None:
                 best.add(at, to_float(value), segment)
         written = self._events.get(event)
@@ -596,7 +593,7 @@ class RunSummary:
         summary._active_ts = state["active_ts"]
         summary._stall_seen = state["stall_seen"]
         # the state holds no attempts: asked for, they are read again from the log
-        # (`attempts_detail`); nor a metric's step (`show` reads the records)
+        # (`attempts_detail`)
         summary.shaped = _any_runlines_record(summary.path, state["records"])
         summary._attempt_list = [None] * state["segments"]
         summary._restored_records = state["records"]
