@@ -1,4 +1,4 @@
-"""Lines of a log: decoding one, iter_events, quick scans, and following a growing file."""
+"""Lines of a log: decoding one, iter_events and quick scans (`_follow` follows a growing file)."""
 
 from __future__ import annotations
 
