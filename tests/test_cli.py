@@ -255,7 +255,8 @@ class TestLs:
 
         captured = capsys.readouterr()
         assert [row.split()[0] for row in captured.out.splitlines()[1:]] == ["good"]
-        assert "runlines: warning: skipped" in captured.err
+        assert "runlines: warning: left out" in captured.err
+        assert "junk.jsonl: it is not a runlines log" in captured.err
 
     def test_empty_log_is_listed(self, run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
         write(run_dir / "new.jsonl")
@@ -586,7 +587,8 @@ class TestHostileInputs:
 
         assert main(["show", str(log)]) == 1
 
-        assert "not a runlines log: no record has an 'event' field" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "is not a runlines log: none of its records has a text 'event'" in err
 
     def test_last_line_without_newline_is_shown(
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]

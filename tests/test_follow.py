@@ -1,4 +1,6 @@
-"""LogFollower: the records appended to a growing log, as `tail -f` and `top` read them."""
+"""LogFollower: the records appended to a growing log, as `tail -f`, `top` and the dashboard
+read them.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from _logs import line, write
+from runlines.cli._top import Top
 from runlines.errors import ReadError
 from runlines.reading import LogFollower
+from runlines.serve._runs import RunStore
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
@@ -78,3 +82,38 @@ class TestRewrittenInPlace:
 
         assert steps == list(range(200))
         assert follower.restarts == 0
+
+
+class TestOneFollower:
+    """`tail -f`, `top` and the dashboard read through the one `LogFollower`."""
+
+    def test_the_dashboard_and_top_follow_with_the_same_class(self, tmp_path: Path) -> None:
+        log = write(tmp_path / "r.jsonl", records("r", range(3)))
+        top = Top([log], alive=lambda _: True)
+        top.refresh()
+        store = RunStore([log])
+        store.refresh(force=True)
+
+        (watch,) = top.watches.values()
+        assert type(watch.follower) is type(store.runs["r"].files[0].tail) is LogFollower
+
+    @pytest.mark.parametrize("read", ["poll", "stream"])
+    def test_a_rewrite_that_differs_past_the_first_64_bytes_is_seen(
+        self, read: str, tmp_path: Path
+    ) -> None:
+        """The first 128 bytes are compared, for every reader (the dashboard's held 64)."""
+        first = line("run_start", run="old", note="x" * 60 + "a" * 40)
+        rest = records("same", range(5))
+        log = write(tmp_path / "r.jsonl", first, rest)
+        follower = LogFollower(log)
+        list(getattr(follower, read)())
+
+        other = line("run_start", run="old", note="x" * 60 + "b" * 40)
+        assert other[:64] == first[:64]
+        assert other != first
+        log.write_bytes(other + rest + records("same", range(5, 7)))
+
+        again = list(getattr(follower, read)())
+        assert [r["event"] for r in again][:2] == ["run_start", "train_step"]
+        assert again[0]["note"].endswith("b" * 40)
+        assert follower.restarts == 1

@@ -16,11 +16,11 @@ import runlines
 from _logs import T0, line, write
 from runlines.cli import main
 from runlines.reading import RunSummary
+from runlines.reading._follow import LogFollower
 from runlines.reading._parquet import write_copy
 from runlines.reading._rules import NOT_METRIC_EVENTS
 from runlines.reading._summary import is_stalled
 from runlines.serve._runs import _File
-from runlines.serve._tail import LogTail
 
 
 def _sweep(folder: Path) -> Path:
@@ -87,7 +87,7 @@ def test_ls_json_and_the_dashboard_charts_follow_the_same_rule(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = _watched(tmp_path / "w.jsonl")
-    charted = _File(0, LogTail(log))
+    charted = _File(0, LogFollower(log))
     for record in runlines.iter_events(log):
         charted.take(record)
 

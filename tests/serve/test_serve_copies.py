@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from _logs import T0, line, write
 from runlines import Run
+from runlines.reading._follow import LogFollower
 from runlines.reading._parquet import compact, write_copy
 from runlines.serve import Server
 from runlines.serve import _copy as copying
@@ -29,7 +30,6 @@ from runlines.serve._copy import read_history
 from runlines.serve._http import _API, dumps
 from runlines.serve._runs import RunStore
 from runlines.serve._series import MAX_BUCKETS, MAX_MARKS, Series
-from runlines.serve._tail import LogTail
 
 NOW = T0 + 10_000.0
 
@@ -60,13 +60,13 @@ def _copies_of_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
 def _first_reads(monkeypatch: pytest.MonkeyPatch) -> dict[Path, list[int]]:
     """Record where each poll of each log file started reading."""
     starts: dict[Path, list[int]] = {}
-    poll = LogTail.poll
+    stream = LogFollower.stream
 
-    def spy(self: LogTail, max_bytes: int | None = None) -> Iterator[dict[str, Any]]:
+    def spy(self: LogFollower, max_bytes: int | None = None) -> Iterator[dict[str, Any]]:
         starts.setdefault(self.path, []).append(self.offset + self.pending_bytes)
-        return poll(self, max_bytes)
+        return stream(self, max_bytes)
 
-    monkeypatch.setattr(LogTail, "poll", spy)
+    monkeypatch.setattr(LogFollower, "stream", spy)
     return starts
 
 

@@ -6,9 +6,9 @@ import random
 from pathlib import Path
 
 from _logs import T0, line, train, write
+from runlines.reading._follow import LogFollower
 from runlines.serve._runs import RunStore
 from runlines.serve._series import MAX_BUCKETS, Series
-from runlines.serve._tail import LogTail
 
 
 def _append(path: Path, data: bytes) -> None:
@@ -16,12 +16,12 @@ def _append(path: Path, data: bytes) -> None:
         stream.write(data)
 
 
-class TestLogTail:
+class TestFollowerAsTheDashboardReads:
     def test_each_poll_reads_only_the_appended_bytes(self, tmp_path: Path) -> None:
         path = write(
             tmp_path / "r.jsonl", *(line("train_step", step=i, loss=1.0) for i in range(100))
         )
-        tail = LogTail(path)
+        tail = LogFollower(path)
         assert len(list(tail.poll())) == 100
         first = tail.bytes_read
         added = line("train_step", step=100, loss=0.5)
@@ -38,7 +38,7 @@ class TestLogTail:
     def test_a_last_line_without_newline_is_held_back_until_written(self, tmp_path: Path) -> None:
         whole = line("train_step", step=2, loss=0.25)
         path = write(tmp_path / "r.jsonl", line("train_step", step=1, loss=0.5), whole[:10])
-        tail = LogTail(path)
+        tail = LogFollower(path)
 
         held = list(tail.poll())
         pending = tail.pending_bytes
@@ -57,7 +57,7 @@ class TestLogTail:
             b'{"ts": 1.0, "event": "train_st\n',
             line("train_step", step=2, loss=0.25),
         )
-        tail = LogTail(path)
+        tail = LogFollower(path)
 
         records = list(tail.poll())
 
@@ -66,7 +66,7 @@ class TestLogTail:
 
     def test_a_replaced_log_is_read_again_from_its_start(self, tmp_path: Path) -> None:
         path = write(tmp_path / "r.jsonl", *(line("train_step", step=i) for i in range(5)))
-        tail = LogTail(path)
+        tail = LogFollower(path)
         list(tail.poll())
 
         path.unlink()
@@ -82,7 +82,7 @@ class TestLogTail:
         path = write(
             tmp_path / "r.jsonl", start, *(line("train_step", "old", step=i) for i in range(5))
         )
-        tail = LogTail(path)
+        tail = LogFollower(path)
         list(tail.poll())
         inode = path.stat().st_ino
 
@@ -97,8 +97,8 @@ class TestLogTail:
 
     def test_a_deleted_log_is_gone_and_nothing_is_behind(self, tmp_path: Path) -> None:
         path = write(tmp_path / "r.jsonl", *(line("train_step", step=i) for i in range(100)))
-        tail = LogTail(path)
-        next(iter(tail.poll(max_bytes=100)))
+        tail = LogFollower(path)
+        next(iter(tail.stream(max_bytes=100)))
 
         path.unlink()
         behind = tail.behind()
@@ -110,7 +110,7 @@ class TestLogTail:
     def test_non_finite_values_are_restored(self, tmp_path: Path) -> None:
         path = write(tmp_path / "r.jsonl", line("train_step", step=1, loss=float("-inf")))
 
-        (record,) = LogTail(path).poll()
+        (record,) = LogFollower(path).poll()
 
         assert record["loss"] == float("-inf")
 

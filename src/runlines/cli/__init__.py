@@ -24,7 +24,7 @@ from runlines.cli._terminal import printable, printable_lines
 from runlines.errors import ReadError, RunlinesError, RunlinesWarning
 from runlines.reading._files import check_source
 from runlines.reading._lines import RAISE_HINT, decode_line, open_log
-from runlines.reading._rules import json_ready
+from runlines.reading._rules import foreign_log_message, json_ready
 from runlines.reading._table import quick_summary_of, summary_of
 
 __all__ = ["COMMAND_GROUPS", "follow", "main", "resolve_run"]
@@ -472,13 +472,10 @@ def _json_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _is_log(summary: reading.RunSummary) -> bool:
-    """Return whether *summary* is of a log; warn about a file whose lines are no records."""
-    path = summary.path
-    if summary.records or path.stat().st_size == 0:
+    """Return whether *summary* is of a runlines log; warn about a foreign JSONL."""
+    if summary.is_runlines_log():
         return True
-    warnings.warn(
-        f"skipped {path}: none of its lines is a JSON object", RunlinesWarning, stacklevel=2
-    )
+    warnings.warn(foreign_log_message(summary.path, left_out=True), RunlinesWarning, stacklevel=2)
     return False
 
 
@@ -545,53 +542,82 @@ def _show_json(details: _summaries.RunDetails, ranks: list[_summaries.RunDetails
             "path": str(d.log.path),
             "rank": d.log.rank,
             "status": d.status,
+            "duration_s": d.duration_s,
             "attempts": d.attempts,
-            "config": d.starts[-1].get("config") if d.starts else None,
+            "config": _run_config(d),
             "counts": {e: n - d.superseded.get(e, 0) for e, n in d.counts.items()},
             "superseded": d.superseded,
             "spans": d.spans,
             "artifacts": d.artifacts,
-            "last": [
-                {"event": e, "field": f, "value": v, "step": s} for (e, f), (v, s) in d.last.items()
-            ],
+            "last": d.last_values(),
         }
 
     return {**one(details), "ranks": [one(rank) for rank in ranks]}
 
 
+def _run_config(details: _summaries.RunDetails) -> Any:
+    """Return the run's config as logged: that of the last attempt that gave one."""
+    configs = [s["config"] for s in details.starts if isinstance(s.get("config"), Mapping)]
+    given = [config for config in configs if config]
+    return given[-1] if given else (configs[-1] if configs else None)
+
+
 def _attempts(details: _summaries.RunDetails) -> str:
-    if len(details.attempts) < 2 and not any("dropped_by_sink" in a for a in details.attempts):
+    changed = any(a.get("config_changes") for a in details.attempts)
+    dropped = any(a.get("dropped") or a.get("dropped_by_sink") for a in details.attempts)
+    if len(details.attempts) < 2 and not dropped:
         return ""
     rows = []
     for attempt in details.attempts:
         ended = attempt["status"] or "-"
         if attempt.get("exc_type"):
             ended += f" ({attempt['exc_type']})"
-        dropped = attempt.get("dropped_by_sink") or attempt.get("dropped")
-        rows.append([str(attempt["attempt"]), _when(attempt["started"]), ended, _value(dropped)])
-    return "attempts\n" + _table(["ATTEMPT", "STARTED", "ENDED", "DROPPED"], rows, "  ")
+        row = [
+            str(attempt["attempt"]),
+            _when(attempt["started"]),
+            _duration(attempt["duration_s"]),
+            ended,
+            _value(attempt.get("dropped")),
+        ]
+        if changed:
+            row.append(_changes(attempt.get("config_changes") or {}))
+        rows.append(row)
+    header = ["ATTEMPT", "STARTED", "DURATION", "ENDED", "DROPPED"]
+    text = "attempts\n" + _table([*header, *(["CONFIG CHANGED"] if changed else [])], rows, "  ")
+    drops = [
+        [str(a["attempt"]), str(sink), _value(count)]
+        for a in details.attempts
+        if isinstance(a.get("dropped_by_sink"), Mapping)
+        for sink, count in a["dropped_by_sink"].items()
+    ]
+    if drops:
+        text += "\n\ndrops per sink\n" + _table(["ATTEMPT", "SINK", "DROPPED"], drops, "  ")
+    return text
+
+
+def _changes(changed: Mapping[str, Any]) -> str:
+    """Return an attempt's config changes as ``key: before -> after``, comma-separated."""
+    if not changed:
+        return "-"
+    return ", ".join(f"{k}: {_value(old)} -> {_value(new)}" for k, (old, new) in changed.items())
 
 
 def _show_header(details: _summaries.RunDetails) -> str:
     start = details.starts[-1] if details.starts else {}
-    attempts = reading.attempt_count([(0, r) for r in details.starts])
-    duration = None
-    if details.first_ts is not None and details.last_ts is not None:
-        duration = details.last_ts - details.first_ts
     rows = [
         ("run", details.log.run),
         ("log", str(details.log.path)),
         ("status", details.status),
-        ("attempts", str(attempts)),
+        ("attempts", str(details.summary.attempts or 1)),
         ("started", _when(details.first_ts)),
-        ("duration", _duration(duration)),
+        ("duration", _duration(details.duration_s)),
         ("host", _host(start)),
         ("git", _git(start)),
         ("command", _command(start.get("argv"))),
     ]
     if details.status == "died":
         rows.insert(3, ("last record", _when(details.last_ts)))
-    end = details.ends[-1] if details.ends else {}
+    end = details.attempts[-1] if details.attempts else {}
     if details.status == "failed" and end.get("exc_type"):
         rows.insert(3, ("error", f"{end['exc_type']}: {end.get('exc_message', '')}"[:200]))
     width = max(len(key) for key, _ in rows)
@@ -630,7 +656,7 @@ def _flatten(config: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any
 
 
 def _config(details: _summaries.RunDetails, limit: int | None) -> str:
-    config = details.starts[-1].get("config") if details.starts else None
+    config = _run_config(details)
     if not isinstance(config, Mapping) or not config:
         return ""
     items = _flatten(config)
@@ -696,13 +722,15 @@ def _size(value: Any) -> str:
 
 
 def _last_values(details: _summaries.RunDetails) -> str:
-    if not details.last:
+    """Return the metrics' last values and bests (bookkeeping left out, as in runs())."""
+    values = details.last_values()
+    if not values:
         return ""
     rows = [
-        [event, name, _value(value), _value(step)]
-        for (event, name), (value, step) in details.last.items()
+        [v["event"], v["field"], _value(v["value"]), _value(v["step"]), _value(v["best"])]
+        for v in values
     ]
-    return "last values\n" + _table(["EVENT", "FIELD", "VALUE", "STEP"], rows, "  ")
+    return "last values\n" + _table(["EVENT", "FIELD", "VALUE", "STEP", "BEST"], rows, "  ")
 
 
 def _rank_section(details: _summaries.RunDetails) -> str:

@@ -1,28 +1,21 @@
-"""What `ls`, `show` and `which` print of a run, gathered from its lines (stdlib and orjson)."""
+"""What `show` and `which` print of a run, gathered from its lines (stdlib and orjson).
+
+`show` reads a run through its `RunSummary`, as `runs()`, `ls`, `top` and the dashboard do.
+"""
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
-from runlines._layout import LIFECYCLE_EVENTS
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading._files import LogFile, is_locked
-from runlines.reading._lines import (
-    event_of,
-    head_record,
-    iter_events,
-    last_records,
-    lines_containing,
-    records_of,
-)
-from runlines.reading._rules import BOOKKEEPING, as_attempt, is_number
-from runlines.reading._summary import attempt_count, lifecycle, run_status
-
-_TAIL_BYTES: Final = 1 << 20  # `ls` looks for the last step and metric this far from the end
+from runlines.reading._lines import iter_events, lines_containing, records_of
+from runlines.reading._rules import foreign_log_message, is_number
+from runlines.reading._summary import RunSummary
 
 
 def unreadable_reason(err: Exception) -> str | None:
@@ -41,129 +34,75 @@ def warn_unreadable(path: str | os.PathLike[str], reason: str) -> None:
     warnings.warn(msg, RunlinesWarning, stacklevel=3)
 
 
-def main_metric(records: Sequence[Mapping[str, Any]]) -> str | None:
-    """Return the main metric of *records*, the one `runlines ls` shows.
-
-    That is ``loss``, else the first field named like ``*loss*``, else the first numeric field of
-    the last record that has a step; bookkeeping fields (step, epoch, pid, ...) never count.
-    """
-    names = [k for r in records for k, v in r.items() if is_number(v) and k not in BOOKKEEPING]
-    if "loss" in names:
-        return "loss"
-    lossy = [name for name in names if "loss" in name]
-    if lossy:
-        return lossy[0]
-    for record in reversed(records):
-        if "step" in record and event_of(record) not in LIFECYCLE_EVENTS:
-            numeric: list[str] = [
-                k for k, v in record.items() if is_number(v) and k not in BOOKKEEPING
-            ]
-            if numeric:
-                return numeric[0]
-    return None
-
-
-def last_value(records: Sequence[Mapping[str, Any]], name: str) -> Any:
-    """Return the last numeric value of field *name* in *records*, or None."""
-    for record in reversed(records):
-        if is_number(record.get(name)):
-            return record[name]
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class LsSummary:
-    """What `runlines ls` shows of one run: from its lifecycle records and its last records."""
-
-    log: LogFile
-    status: str  # ok, failed, interrupted, terminated, running or died
-    attempts: int
-    started: float | None  # ts of the first record
-    last: float | None  # ts of the last record
-    step: Any
-    metric: str | None
-    value: Any
-
-    @property
-    def duration_s(self) -> float | None:
-        """Seconds from the first record to the last."""
-        if self.started is None or self.last is None:
-            return None
-        return self.last - self.started
-
-
-def summarize(log: LogFile) -> LsSummary:
-    """Return the `ls` line of *log*: it reads the lifecycle lines and the last MiB only."""
-    marks = lifecycle(log.path)
-    tail = last_records(log.path, max_bytes=_TAIL_BYTES)
-    first = head_record(log.path)
-    metric = main_metric(tail)
-    steps = [r["step"] for r in tail if is_number(r.get("step"))]
-    return LsSummary(
-        log=log,
-        status=run_status(log.path, marks),
-        attempts=attempt_count(marks) if tail or marks else 0,
-        started=_ts(first),
-        last=_ts(tail[-1]) if tail else None,
-        step=steps[-1] if steps else None,
-        metric=metric,
-        value=last_value(tail, metric) if metric else None,
-    )
-
-
-def _ts(record: Mapping[str, Any] | None) -> float | None:
-    value = None if record is None else record.get("ts")
-    try:
-        return float(value) if is_number(value) else None
-    except OverflowError:  # an int beyond any float, from a foreign writer
-        return None
-
-
 @dataclass(slots=True)
 class RunDetails:
-    """What `runlines show` prints of one log file, gathered in one pass."""
+    """What `runlines show` prints of one log file, gathered in one pass: a view of its
+    `RunSummary` (status and duration per attempt, config, last and best values, by the
+    rules every view shares) and the counts, spans and artifacts only `show` lists.
+    """
 
     log: LogFile
+    summary: RunSummary
     starts: list[dict[str, Any]] = field(default_factory=list)
-    ends: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     artifacts: list[dict[str, Any]] = field(default_factory=list)
+    # span name -> count, total_s, mean_s, max_s over the span records of every attempt
     spans: dict[str, dict[str, float]] = field(default_factory=dict)
-    # (event, field) -> (value, step): a metric is a field of one event
-    last: dict[tuple[str, str], tuple[Any, Any]] = field(default_factory=dict)
-    attempts: list[dict[str, Any]] = field(default_factory=list)  # attempt, started, status...
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # RunSummary.attempts_detail
     # per event: records a later attempt superseded, which load() leaves out (see _rules)
     superseded: dict[str, int] = field(default_factory=dict)
     _kept: dict[tuple[str, Any], list[int]] = field(default_factory=dict)  # [attempt, count]
-    first_ts: float | None = None
-    last_ts: float | None = None
+    _steps: dict[tuple[str, str], Any] = field(default_factory=dict)  # a field's last step
     status: str = "died"
 
     def add(self, record: dict[str, Any]) -> None:
         """Count *record* in."""
+        self.summary.add(record)
         event = record.get("event")
         name = event if isinstance(event, str) else "(no event)"
         self.counts[name] = self.counts.get(name, 0) + 1
-        ts = _ts(record)
-        self.first_ts = ts if self.first_ts is None else self.first_ts
-        self.last_ts = ts if ts is not None else self.last_ts
         self._supersede(name, record)
+        step = record.get("step")  # the step of each field's last record (None: it had none)
+        for key in record:
+            self._steps[(name, key)] = step
         if name == "run_start":
             self.starts.append(record)
-            number = as_attempt(record.get("attempt"))
-            previous = self.attempts[-1]["attempt"] if self.attempts else 0
-            self.attempts.append(
-                {"attempt": number or previous + 1, "started": ts, "status": None, "ended": None}
-            )
-        elif name == "run_end":
-            self.ends.append(record)
-            self._end(record, ts)
         elif name == "artifact":
             self.artifacts.append(record)
         elif name == "span":
             _add_span(self.spans, record)
-        elif name not in LIFECYCLE_EVENTS:
-            self._add_values(record)
+
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds the attempts ran, the gaps between them left out (as `runs()` and `ls`)."""
+        return self.summary.duration_s
+
+    @property
+    def first_ts(self) -> float | None:
+        return self.summary.started
+
+    @property
+    def last_ts(self) -> float | None:
+        return self.summary.last_ts
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The run's config, flat: that of the last attempt that gave one."""
+        return self.summary.config
+
+    def last_values(self) -> list[dict[str, Any]]:
+        """Return each metric's event, field, last value, its step and best (None: no best)."""
+        bests = self.summary.bests()
+        return [
+            {
+                "event": event,
+                "field": name,
+                "value": self.summary.last[key],
+                "step": self._steps.get((event, name)),
+                "best": bests.get(key),
+            }
+            for event, name, key in self.summary.metrics()
+        ]
 
     def _supersede(self, name: str, record: Mapping[str, Any]) -> None:
         """Count the records of earlier attempts that *record* supersedes, as load() drops them."""
@@ -182,23 +121,6 @@ class RunDetails:
             kept[:] = [segment, 0]
         kept[1] += 1
 
-    def _end(self, record: Mapping[str, Any], ts: float | None) -> None:
-        if not self.attempts:
-            self.attempts.append({"attempt": 1, "started": None, "status": None, "ended": None})
-        status = record.get("status")
-        attempt = self.attempts[-1]
-        attempt.update(status=status if isinstance(status, str) and status else "ok", ended=ts)
-        for key in ("dropped", "dropped_by_sink", "exc_type", "signal"):
-            if record.get(key):
-                attempt[key] = record[key]
-
-    def _add_values(self, record: dict[str, Any]) -> None:
-        step = record.get("step")
-        event = str(record.get("event"))
-        for key, value in record.items():
-            if is_number(value) and key not in BOOKKEEPING:
-                self.last[(event, key)] = (value, step)
-
 
 def _add_span(spans: dict[str, dict[str, float]], record: Mapping[str, Any]) -> None:
     name, duration = record.get("name"), record.get("duration_s")
@@ -215,43 +137,25 @@ def describe(log: LogFile) -> RunDetails:
     """Return what `runlines show` prints of *log*, reading every record once.
 
     Raises:
-        ReadError: the log has no records (empty, or not JSON Lines).
+        ReadError: the log has no records (empty, or not JSON Lines), or is no runlines log.
     """
-    details = RunDetails(log)
-    seen_end_after_start = False
+    details = RunDetails(log, RunSummary(log.path))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for record in iter_events(log.path):
             details.add(record)
-            if record.get("event") in ("run_start", "run_end"):
-                seen_end_after_start = record.get("event") == "run_end"
     if not details.counts:
         what = "none of its lines is a JSON object" if caught else "it is empty"
         msg = f"{log.path} has no records: {what}; pass a .jsonl log written by runlines.Run"
         raise ReadError(msg, str(log.path))
     for warning in caught:
         warnings.warn(warning.message, warning.category, stacklevel=2)
-    if "(no event)" in details.counts and len(details.counts) == 1:
-        msg = f"{log.path} is not a runlines log: no record has an 'event' field"
-        raise ReadError(msg, str(log.path))
-    _finish(details, ended=seen_end_after_start)
+    if not details.summary.is_runlines_log():
+        raise ReadError(foreign_log_message(log.path), str(log.path))
+    alive = None if details.summary.ended is not None else is_locked(log.path)
+    details.status = details.summary.status(alive=alive)
+    details.attempts = details.summary.attempts_detail(alive=alive)
     return details
-
-
-def _finish(details: RunDetails, *, ended: bool) -> None:
-    """Set the status (from the last run_end, or the lock) and the run_end's span summary."""
-    if details.ends and ended:
-        status = details.ends[-1].get("status")
-        details.status = status if isinstance(status, str) and status else "ok"
-    else:
-        details.status = "running" if is_locked(details.log.path) else "died"
-    for attempt in details.attempts[:-1]:
-        attempt["status"] = attempt["status"] or "died"
-    if details.attempts and not ended:
-        details.attempts[-1]["status"] = details.status
-    spans = details.ends[-1].get("spans") if details.ends else None
-    if isinstance(spans, dict) and all(isinstance(stats, dict) for stats in spans.values()):
-        details.spans = spans
 
 
 @dataclass(frozen=True, slots=True)

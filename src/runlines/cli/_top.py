@@ -27,10 +27,11 @@ from runlines._layout import LOG_SUFFIX, RUN_START
 from runlines.cli._options import seconds
 from runlines.cli._summaries import unreadable_reason, warn_unreadable
 from runlines.cli._terminal import printable
-from runlines.errors import ReadError
+from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading._files import LogFile, check_source, is_locked, log_file, run_labels
-from runlines.reading._lines import LogFollower, decode_line, lines_containing, open_log
-from runlines.reading._rules import BOOKKEEPING, NOT_METRIC_EVENTS
+from runlines.reading._follow import LogFollower
+from runlines.reading._lines import decode_line, lines_containing, open_log
+from runlines.reading._rules import BOOKKEEPING, NOT_METRIC_EVENTS, foreign_log_message
 from runlines.reading._summary import RunSummary
 
 __all__ = ["Top", "TopRow", "Trend", "add_commands", "render_frame", "sparkline"]
@@ -140,13 +141,12 @@ class RunWatch:
             self._primed = True  # after the reads: a log that could not be read is primed later
             if read:
                 return read
-        before = self.follower.offset
+        before = self.follower.bytes_read
         records = self.follower.poll()
         if self.follower.restarts != self._restarts:  # replaced or truncated: start over
             self._restarts = self.follower.restarts
             self._reset()
-            before = 0
-        read = self.follower.offset - before
+        read = self.follower.bytes_read - before
         self.bytes_read += read
         for record in records:
             self.add(record)
@@ -446,6 +446,11 @@ class Top:
         rows = []
         for path, watch in self.watches.items():
             if path in self.unreadable:
+                continue
+            if watch.summary.records and not watch.summary.shaped:  # a foreign JSONL: no run
+                if path not in self._named:
+                    self._named.add(path)
+                    warnings.warn(foreign_log_message(path, left_out=True), RunlinesWarning, 2)
                 continue
             rank = watch.log.rank
             if rank is None and watch.log.run in ranked:

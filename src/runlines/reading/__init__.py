@@ -1,9 +1,10 @@
 """Read logs back: `iter_events` (stdlib), `load`, `compare` and `runs` (pandas), and the engines.
 
-One module per concept: `_files` (which files make up a run), `_lines` (decoding lines,
-following a growing file), `_rules` (attempts, superseded records, event filters: what every
-engine shares), `_arrow` (the pyarrow engine), `_frames` (load, compare), `_summary` (a run's
-table row), `_table` (runs), `_diff` (diff), `_duckdb` (SQL) and `_spark` (Spark).
+One module per concept: `_files` (which files make up a run), `_lines` (decoding lines),
+`_follow` (following a growing file), `_rules` (attempts, superseded records, event filters,
+bookkeeping: what every engine and view shares), `_arrow` (the pyarrow engine), `_frames`
+(load, compare), `_summary` (a run's model: its table row and attempts), `_table` (runs),
+`_diff` (diff), `_duckdb` (SQL) and `_spark` (Spark).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ if TYPE_CHECKING:
         run_labels,
         sha256_of,
     )
+    from runlines.reading._follow import LogFollower
     from runlines.reading._frames import compare, load, numeric_fields
     from runlines.reading._lines import (
-        LogFollower,
         decode_line,
         head_record,
         iter_events,
@@ -78,10 +79,11 @@ _HOMES = {
     ),
     **dict.fromkeys(("compare", "load", "numeric_fields"), "_frames"),
     **dict.fromkeys(
-        ("LogFollower", "decode_line", "head_record", "iter_events", "last_records",
-         "lines_containing", "skipped_lines_message"),
+        ("decode_line", "head_record", "iter_events", "last_records", "lines_containing",
+         "skipped_lines_message"),
         "_lines",
     ),
+    "LogFollower": "_follow",
     "AGGREGATIONS": "_rules",
     **dict.fromkeys(("RunSummary", "attempt_count", "lifecycle", "run_status"), "_summary"),
     "runs": "_table",
@@ -89,8 +91,7 @@ _HOMES = {
 
 # What `ls`, `show` and `which` print moved to the CLI; the names stay importable from here.
 _MOVED = frozenset(
-    {"ArtifactMatch", "RunDetails", "describe", "find_artifact", "last_value", "main_metric",
-     "summarize"}
+    {"ArtifactMatch", "RunDetails", "describe", "find_artifact"}
 )  # fmt: skip
 
 

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from runlines._layout import RUN_START
@@ -20,7 +21,7 @@ from runlines.reading._rules import (
     json_ready,
     to_float,
 )
-from runlines.reading._summary import flatten, lifecycle
+from runlines.reading._summary import RunSummary, flatten, lifecycle
 
 __all__ = ["MetricDiff", "RunDiff", "check_tolerance", "diff"]
 
@@ -65,13 +66,16 @@ class RunDiff:
     metrics: list[MetricDiff]
     # the command lines (run_start's `argv`) when they differ: (a, b); None when the same
     argv: tuple[Any, Any] | None = None
+    # per run ("a", "b"): each attempt's attempt, status and config_changes ({key: [before,
+    # after]}), by the rules of `runs()` and `show`
+    attempts: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the diff as JSON-ready values: `runlines diff --json` and `/api/diff` print it.
 
         ``{a, b, added: {key: b}, removed: {key: a}, changed: {key: [a, b]}, environment:
         {key: [a, b]}, metrics: [{event, field, step, a, b, last_shared_step, where, agrees}],
-        argv: [a, b] or null}``;
+        argv: [a, b] or null, attempts: {a: [{attempt, status, config_changes}], b: [...]}}``;
         non-finite floats are the strings ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``.
         ``where`` names the differing record by its string fields: ``{"split": "val"}``.
         """
@@ -102,14 +106,16 @@ def diff(
     (``split="val"``, ``split="test"``), then by their order.
 
     Raises:
-        ReadError: *a* or *b* is not one log file.
+        ReadError: *a* or *b* is not one log file, or is no runlines log.
         ValueError: *rtol* or *atol* is not a finite number >= 0.
     """
     check_tolerance("rtol", rtol)
     check_tolerance("atol", atol)
     import_pandas("diff()")
-    start_a, start_b = _last_start(a), _last_start(b)
-    config_a, config_b = _config(start_a), _config(start_b)
+    marks_a, marks_b = _lifecycle(a), _lifecycle(b)
+    start_a, start_b = _last_start(marks_a), _last_start(marks_b)
+    run_a, run_b = _summary(*marks_a), _summary(*marks_b)
+    config_a, config_b = run_a.config, run_b.config  # the last attempt that gave one
     env_a, env_b = _environment(start_a), _environment(start_b)
     return RunDiff(
         a=os.fspath(a),
@@ -120,6 +126,7 @@ def diff(
         environment=_changed(env_a, env_b),
         metrics=_metrics(_read(a), _read(b), rtol, atol),
         argv=_argv(start_a, start_b),
+        attempts={"a": _attempts(run_a), "b": _attempts(run_b)},
     )
 
 
@@ -153,17 +160,13 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _last_start(source: str | os.PathLike[str]) -> Mapping[str, Any]:
+def _lifecycle(source: str | os.PathLike[str]) -> tuple[Path, list[dict[str, Any]]]:
+    """Return the one log of *source* and its run_start and run_end records."""
     logs = [log for log in find_logs(source) if log.rank is None]
     if len(logs) != 1:
         msg = f"diff compares two runs: {source} holds {len(logs)} runs; pass one log file"
         raise ReadError(msg, os.fspath(source))
-    starts = [r for _, r in lifecycle(logs[0].path) if r.get("event") == RUN_START]
-    if not starts:
-        return {}
-    # an attempt without a config keeps the one before, as in runs()
-    configs = [r["config"] for r in starts if isinstance(r.get("config"), Mapping)]
-    return {**starts[-1], "config": configs[-1] if configs else None}
+    return logs[0].path, [record for _, record in lifecycle(logs[0].path)]
 
 
 def _argv(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Any, Any] | None:
@@ -172,9 +175,25 @@ def _argv(a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[Any, Any] | None:
     return None if _same(argv_a, argv_b) else (argv_a, argv_b)
 
 
-def _config(start: Mapping[str, Any]) -> dict[str, Any]:
-    config = start.get("config")
-    return flatten(config) if isinstance(config, Mapping) else {}
+def _summary(path: Path, marks: list[dict[str, Any]]) -> RunSummary:
+    """Return the summary of a run's lifecycle records: its config and attempts."""
+    summary = RunSummary(path)
+    for record in marks:
+        summary.add(record)
+    return summary
+
+
+def _attempts(summary: RunSummary) -> list[dict[str, Any]]:
+    """Return each attempt's number, status and config changes."""
+    keys = ("attempt", "status", "config_changes")
+    # only lifecycle records were read: no stall can be told, a live attempt is running
+    found = summary.attempts_detail(now=summary.last_ts)
+    return [{key: attempt[key] for key in keys} for attempt in found]
+
+
+def _last_start(marks: tuple[Path, list[dict[str, Any]]]) -> Mapping[str, Any]:
+    starts = [r for r in marks[1] if r.get("event") == RUN_START]
+    return starts[-1] if starts else {}
 
 
 def _environment(start: Mapping[str, Any]) -> dict[str, Any]:

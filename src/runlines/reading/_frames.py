@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from runlines.errors import FieldError
+from runlines.errors import FieldError, ReadError, RunlinesWarning
 from runlines.reading._arrow import (
     _arrow_kind,
     _as_floats,
@@ -31,7 +32,9 @@ from runlines.reading._rules import (
     check_errors,
     did_you_mean,
     event_names,
+    foreign_log_message,
     import_pandas,
+    is_runlines_record,
 )
 
 if TYPE_CHECKING:
@@ -118,6 +121,9 @@ def load(
     Raises:
         ReadError: a missing or unreadable log, or a bad line with ``errors="raise"``.
         FieldError: an event name or a column that no record has.
+
+    A JSONL that is no runlines log (no record has a text `event` and a numeric `ts`) is read
+    with a warning that says so.
     """
     check_errors(errors)
     if engine != "pandas":
@@ -133,9 +139,12 @@ def _load_frame(
     errors: Errors,
     caller: str,
     present: dict[str, _Bools] | None = None,
+    *,
+    refuse_foreign: bool = False,
 ) -> pd.DataFrame:
     """Return load()'s frame; fill *present*'s keys, number columns, with where a record
-    holds a value (NaN and infinities included), as `load_with_presence` does.
+    holds a value (NaN and infinities included), as `load_with_presence` does. A foreign
+    JSONL among the logs raises (*refuse_foreign*) or warns.
     """
     names = event_names(event)
     found = find_logs(*sources)
@@ -143,6 +152,7 @@ def _load_frame(
     import numpy as np
 
     logs = [read_log(log, errors, names) for log in found]
+    check_foreign(logs, refuse=refuse_foreign)
     pd = import_pandas(caller)
     table = _Columns(logs)
     attempt, rewound = _attempts(table, logs)
@@ -171,6 +181,7 @@ def load_with_presence(
     found = find_logs(source)
     _prefetch_pandas(caller)
     logs = [read_log(log, "warn", None) for log in found]
+    check_foreign(logs, refuse=True)
     pd = import_pandas(caller)
     table = _Columns(logs)
     attempt, rewound = _attempts(table, logs)
@@ -185,6 +196,69 @@ def load_with_presence(
             if isinstance(column, _Numbers):
                 present[name] = column.valid
     return frame, present
+
+
+def check_foreign(logs: Iterable[_ParsedLog], *, refuse: bool) -> None:
+    """Warn, or raise ReadError (*refuse*: `diff`, `compare`), for each log that is no
+    runlines log: it has records, none of them with a text `event` and a numeric `ts`.
+    """
+    for parsed in logs:
+        if parsed.pieces and not _shaped(parsed):
+            message = foreign_log_message(parsed.log.path)
+            if refuse:
+                raise ReadError(message, str(parsed.log.path))
+            warnings.warn(message, RunlinesWarning, stacklevel=4)
+
+
+def _shaped(parsed: _ParsedLog) -> bool:
+    """Return whether a record of *parsed* has a text event and a numeric ts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for piece in parsed.pieces:
+        if any(is_runlines_record(record) for record in piece.records):
+            return True
+        event, ts = piece.column("event"), piece.column("ts")
+        if ts is None or not (pa.types.is_integer(ts.type) or pa.types.is_floating(ts.type)):
+            continue
+        if piece.event is not None and piece.event:  # one event's bucket: a text event
+            texts = pc.is_valid(ts)
+        elif event is not None and (pa.types.is_string(event.type) or _is_text(event.type)):
+            texts = pc.and_(pc.is_valid(event), pc.is_valid(ts))
+        else:
+            continue
+        if pc.any(texts).as_py():
+            return True
+    return any(map(_shaped_rows, parsed.pieces))  # the values Python read (patches) too
+
+
+def _shaped_rows(piece: Any) -> bool:
+    """Return whether a row of *piece*, its patched values taken, has a text event and a
+    numeric ts (slow: for a log the columns alone do not show one in).
+    """
+    events, stamps = _row_values(piece, "event"), _row_values(piece, "ts")
+    return any(
+        is_runlines_record({"event": event, "ts": ts})
+        for event, ts in zip(events, stamps, strict=True)
+    )
+
+
+def _row_values(piece: Any, name: str) -> list[Any]:
+    column = piece.column(name)
+    values = column.to_pylist() if column is not None else [None] * piece.table.num_rows
+    if name == "event" and piece.event is not None and column is None:
+        values = [piece.event] * piece.table.num_rows
+    for row, value in zip(*piece.patches.get(name, ((), ())), strict=True):
+        values[row] = value
+    return values
+
+
+def _is_text(kind: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str]:
@@ -422,7 +496,9 @@ def _logged(sources: tuple[str | os.PathLike[str], ...], event: Any, metric: str
 
     def read(events: Any) -> tuple[pd.DataFrame, dict[str, _Bools]]:
         present: dict[str, _Bools] = {metric: np.zeros(0, dtype=bool)}
-        found = _load_frame(sources, events, None, False, "warn", "compare()", present)
+        found = _load_frame(
+            sources, events, None, False, "warn", "compare()", present, refuse_foreign=True
+        )
         return found, present
 
     frame, present = read(event)
@@ -458,6 +534,7 @@ def compare(
 
     Raises:
         FieldError: *metric* or *by* is not a numeric field of any record.
+        ReadError: a source holds a JSONL that is no runlines log.
         ValueError: an unknown *agg*.
     """
     if agg not in AGGREGATIONS:

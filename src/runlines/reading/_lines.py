@@ -1,14 +1,12 @@
-"""Lines of a log: decoding one, iter_events, quick scans, and following a growing file."""
+"""Lines of a log: decoding one, iter_events and quick scans (`_follow` follows a growing file)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import stat
 import warnings
 from collections.abc import Collection, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
@@ -21,7 +19,6 @@ from runlines.reading._rules import HINT, Errors, check_errors
 
 __all__ = [
     "LONG_INT",
-    "LogFollower",
     "decode_line",
     "head_record",
     "iter_events",
@@ -235,97 +232,3 @@ def _lines_backwards(path: str | os.PathLike[str], max_bytes: int | None) -> Ite
             pending = [lines[0]] if start > 0 else []
             complete = lines[1:] if start > 0 else lines
             yield from (line for line in reversed(complete) if line.strip())
-
-
-class LogFollower:
-    """Read the records appended to a log since the last call, like ``tail -F``.
-
-    Keeps a torn last line until its newline arrives; starts over from the first byte when the
-    file shrinks, is replaced by another file (rotation, a copy back from backup) or is
-    rewritten in place (its first bytes, or the bytes just before the offset, changed), and
-    waits for a file that does not exist yet. `restarts` counts the starts over: a consumer
-    that keeps state from the records resets it when the count changes.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], offset: int = 0) -> None:
-        self.path = Path(path)
-        self.offset = offset
-        self.pending = b""
-        self.skipped = 0
-        self.restarts = 0  # times the file was replaced, truncated or rewritten and read again
-        self._identity = self._file_identity()
-        # the bytes read so far, as far as a rewrite would show: the file's first ones, and
-        # those just before the offset
-        self._head, self._tail = self._fingerprint() if offset else (b"", b"")
-
-    def _file_identity(self) -> tuple[int, int] | None:
-        try:
-            info = self.path.stat()
-        except OSError:
-            return None
-        return info.st_dev, info.st_ino
-
-    def _fingerprint(self) -> tuple[bytes, bytes]:
-        """Return the file's first bytes and those before the offset, as they are now."""
-        try:
-            with open_log(self.path) as stream:
-                return _bytes_around(stream, self.offset)
-        except ReadError:  # not there yet, or unreadable: nothing to compare with
-            return b"", b""
-
-    def poll(self) -> list[dict[str, Any]]:
-        """Return the complete records written since the last poll, oldest first."""
-        try:
-            info = self.path.stat()
-        except FileNotFoundError:
-            return []
-        identity = (info.st_dev, info.st_ino)
-        if identity != self._identity or info.st_size < self.offset:
-            self._restart(identity)  # replaced or truncated: read the new file from its start
-        elif info.st_size == self.offset and stat.S_ISREG(info.st_mode):
-            return []  # nothing new: not even an open (which refuses a FIFO or such)
-        with open_log(self.path) as stream:
-            if self.offset and _bytes_around(stream, self.offset) != (self._head, self._tail):
-                self._restart(identity)  # rewritten in place, longer than what was read
-            stream.seek(self.offset)
-            new = stream.read(max(0, info.st_size - self.offset))
-        self._remember(new)
-        data = self.pending + new
-        cut = data.rfind(b"\n") + 1
-        self.pending = data[cut:]
-        return self._decode(data[:cut].split(b"\n"))
-
-    def _restart(self, identity: tuple[int, int]) -> None:
-        self.offset, self.pending, self._identity = 0, b"", identity
-        self._head = self._tail = b""
-        self.restarts += 1
-
-    def _remember(self, new: bytes) -> None:
-        """Move the offset past *new*, the bytes just read from it, and the fingerprint along."""
-        if self.offset == len(self._head) < _FINGERPRINT_BYTES:
-            self._head = (self._head + new)[:_FINGERPRINT_BYTES]
-        self._tail = (self._tail + new)[-_FINGERPRINT_BYTES:]
-        self.offset += len(new)
-
-    def _decode(self, lines: list[bytes]) -> list[dict[str, Any]]:
-        records: list[dict[str, Any]] = []
-        for raw in lines:
-            if not raw.strip():
-                continue
-            try:
-                records.append(decode_line(raw))
-            except ValueError:
-                self.skipped += 1
-        return records
-
-
-_FINGERPRINT_BYTES: Final = 128  # a line or so: its ts differs in any other run
-
-
-def _bytes_around(stream: Any, offset: int) -> tuple[bytes, bytes]:
-    """Return the first bytes of *stream* and the bytes just before *offset*."""
-    stream.seek(0)
-    head = stream.read(min(offset, _FINGERPRINT_BYTES))
-    tail_start = max(0, offset - _FINGERPRINT_BYTES)
-    stream.seek(tail_start)
-    return head, stream.read(offset - tail_start)

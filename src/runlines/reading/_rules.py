@@ -22,7 +22,8 @@ AGGREGATIONS: Final = ("mean", "median", "min", "max", "first", "last", "sum", "
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
 HINT: Final = "the run may have crashed mid-write"
-# Numeric fields that say how a run went, not what it learned: never listed as metrics.
+# Numeric fields that say how a run went, not what it learned: never metrics, in any view
+# (runs(), ls, show, top, diff, the dashboard's charts): the one list.
 BOOKKEEPING: Final = frozenset(
     {"ts", "step", "epoch", "attempt", "rank", "pid", "world_size", "resume_step", "dropped",
      "duration_s", "bytes", "exit_code", "count", "n", "_nonfinite", "size_bytes"}
@@ -118,13 +119,44 @@ def event_names(event: str | Iterable[str] | None) -> list[str] | None:
 
 
 def direction(field: str) -> Literal["min", "max"] | None:
-    """Return 'min' when lower values of *field* are better, 'max' when higher, else None."""
-    words = field.lower().replace("-", "_").split("_")
+    """Return 'min' when lower values of *field* are better, 'max' when higher, else None.
+
+    The last part of a W&B-style name says it: `train/loss` is a loss, `loss/scale` is not.
+    """
+    last = field.rsplit("/", 1)[-1]
+    words = last.lower().replace("-", "_").replace(".", "_").split("_")
     if any(w in _LOWER for w in words):
         return "min"
     if any(w in _HIGHER for w in words):
         return "max"
     return None
+
+
+def is_runlines_record(record: Mapping[str, Any]) -> bool:
+    """Return whether *record* is shaped as runlines writes every record: a text `event`
+    and a numeric `ts`. A log with records but none of these is a foreign JSONL.
+    """
+    event = record.get("event")
+    return isinstance(event, str) and bool(event) and is_number(record.get("ts"))
+
+
+def foreign_log_message(path: object, *, left_out: bool = False) -> str:
+    """Return why *path* is no run: the one wording of every view that refuses it, or
+    (*left_out*) of every view that lists runs without it.
+    """
+    why = "none of its records has a text 'event' and a numeric 'ts'"
+    if left_out:
+        return f"left out {path}: it is not a runlines log ({why}); the other logs are shown"
+    return f"{path} is not a runlines log: {why}; pass a .jsonl log written by runlines.Run"
+
+
+def config_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Return ``{key: [before, after]}`` for each flat config key whose value differs
+    (None for a key one side lacks), in *after*'s order, then the keys it dropped.
+    """
+    changed = {k: [before.get(k), v] for k, v in after.items() if k not in before or before[k] != v}
+    changed.update((k, [v, None]) for k, v in before.items() if k not in after)
+    return changed
 
 
 def json_ready(value: Any) -> Any:

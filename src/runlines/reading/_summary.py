@@ -6,6 +6,17 @@ load() keeps (`_rules`' superseded records left out). Bookkeeping fields (step,
 the sampler's `n`, `_nonfinite`) are not metrics, nor are the numbers of runlines' own records
 (`_rules.NOT_METRIC_EVENTS`: lifecycle, `warning`, `log`, `nonfinite`, `stall`, `stall_end`).
 `system` fields are columns without a best.
+
+Attempts (`RunSummary.attempts_detail`): each `run_start` begins one. An attempt's status is
+how its `run_end` says it ended; one with no `run_end` is `died` (whatever came later), but
+for the last attempt, which is `running` or `stalled` while its writer holds the lock. An
+attempt's duration runs from its first record to its last; a run's duration is the sum of
+its attempts': the gaps between attempts never count. The run's config is that of the last
+attempt that gave one (a `run_start` whose config is missing or empty keeps the one before),
+and each attempt lists the config keys that changed from the config before it.
+
+Only runlines logs are runs (`is_runlines_log`): a log whose records include none with a
+text `event` and a numeric `ts` (what every runlines record has) is a foreign JSONL.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import math
 import os
 import statistics
 import time
+import warnings
 from array import array
 from collections import deque
 from collections.abc import Mapping
@@ -26,13 +38,15 @@ from runlines import _layout
 from runlines._layout import RUN_END, RUN_START
 from runlines.errors import ReadError
 from runlines.reading._files import is_locked
-from runlines.reading._lines import iter_events, lines_containing, records_of
+from runlines.reading._lines import head_record, iter_events, lines_containing, records_of
 from runlines.reading._rules import (
     BOOKKEEPING,
     as_attempt,
+    config_changes,
     direction,
     is_metric_event,
     is_number,
+    is_runlines_record,
     step_cutoffs,
     to_float,
 )
@@ -45,6 +59,9 @@ __all__ = [
     "lifecycle",
     "run_status",
 ]
+
+# what an attempt's run_end says, kept with the attempt (`show`, the run page)
+_END_FIELDS: Final = ("dropped", "dropped_by_sink", "exc_type", "exc_message", "signal")
 
 STALL_MIN_S: Final = 60.0
 STALL_GAPS: Final = 10.0
@@ -235,15 +252,23 @@ class RunSummary:
         self._segment = 0  # the run_starts so far: the segment of the records that come
         self._resumes: list[Any] = []  # each run_start's resume_step
         self._history = 0  # the first records whose values the bests do not hold (restored)
+        self._restored_records = 0  # the records a restored summary's state counted
         self._gaps: deque[float] = deque(maxlen=RECENT_GAPS)
         self._active_ts: float | None = None  # the last record that was no background record
         self._stall_seen = False  # a `stall` record, and no record of the run's since
+        self.shaped = False  # whether a record has a text event and a numeric ts (runlines')
+        # per attempt: its number, first and last ts (set when the next starts), its run_end's
+        # status and ts, and the config keys it changed; None for an attempt of a restored
+        # summary's history, read again from the log when asked (`attempts_detail`)
+        self._attempt_list: list[dict[str, Any] | None] = []
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count *record* (one decoded record, as iter_events yields it) in."""
         self.records += 1
         ts = record.get("ts")
         event = record.get("event")
+        if not self.shaped:
+            self.shaped = is_runlines_record(record)
         if event == RUN_START:
             self._start(record)
         at = ts if type(ts) is float else to_float(ts)  # the common case first: a float
@@ -260,6 +285,7 @@ class RunSummary:
         if event == RUN_END:
             status = record.get("status")
             self.ended = status if isinstance(status, str) and status else "ok"
+            self._end(record, at)
         elif is_metric_event(event):
             self._values(event, record)
 
@@ -279,6 +305,7 @@ class RunSummary:
     def _start(self, record: Mapping[str, Any]) -> None:
         if self._attempt_ts is not None and self.last_ts is not None:
             self._active_s += max(0.0, self.last_ts - self._attempt_ts)
+        self._close_attempt()
         self._attempt_ts = None
         self._active_ts = None
         own = as_attempt(record.get("attempt"))
@@ -286,14 +313,41 @@ class RunSummary:
         self.ended = None
         self._gaps.clear()
         config = record.get("config")
-        if isinstance(config, Mapping):  # an attempt without a config keeps the one before
-            self.config = flatten(config)
+        changed: dict[str, list[Any]] = {}
+        if isinstance(config, Mapping) and config:  # one without a config keeps the one before
+            flat = flatten(config)
+            if self._attempt_list:
+                changed = config_changes(self.config, flat)
+            self.config = flat
+        self._attempt_list.append(_new_attempt(self.attempts, changed))
         self._segment += 1
         resume = record.get("resume_step")
         self._resumes.append(resume)
         if is_number(resume):  # the records of earlier attempts past it are superseded
             for best in self._best.values():
                 best.resumed(to_float(resume))
+
+    def _close_attempt(self) -> None:
+        """Keep the first and last ts of the attempt that a run_start ends."""
+        if not self._attempt_list:
+            return
+        attempt = self._attempt_list[-1]
+        if attempt is None:  # a restored history's: its times are known here
+            attempt = self._attempt_list[-1] = _new_attempt(None, None)
+        attempt["started"] = self._attempt_ts
+        attempt["last_ts"] = self.last_ts if self._attempt_ts is not None else None
+
+    def _end(self, record: Mapping[str, Any], ts: float) -> None:
+        if not self._attempt_list:  # a run_end with no run_start: the run's one attempt
+            self._attempt_list.append(_new_attempt(1, {}))
+        attempt = self._attempt_list[-1]
+        if attempt is None:
+            attempt = self._attempt_list[-1] = _new_attempt(None, None)
+        attempt["status"] = self.ended
+        attempt["ended"] = ts if math.isfinite(ts) else None
+        for key in _END_FIELDS:
+            if record.get(key):
+                attempt[key] = record[key]
 
     def _values(self, event: str, record: Mapping[str, Any]) -> None:
         step = record.get("step")
@@ -359,6 +413,78 @@ class RunSummary:
         if self._attempt_ts is None or self.last_ts is None:
             return None
         return self._active_s + max(0.0, self.last_ts - self._attempt_ts)
+
+    def is_runlines_log(self) -> bool:
+        """Return whether the records read are a runlines log's (none read: an empty log is).
+
+        A file whose lines are no JSON objects, or whose records include none with a text
+        `event` and a numeric `ts`, is a foreign JSONL: no view lists it as a run.
+        """
+        if self.records == 0:
+            return self._empty()
+        return self.shaped
+
+    def _empty(self) -> bool:
+        try:
+            return self.path.stat().st_size == 0
+        except OSError:
+            return True  # gone: the caller's read says so
+
+    def metrics(self) -> list[tuple[str, str, str]]:
+        """Return ``(event, field, column)`` of each metric, in the order first seen."""
+        return [(e, f, key) for (e, f), (key, _) in self._metrics.items() if key in self.last]
+
+    def bests(self) -> dict[str, float | None]:
+        """Return the best value of each metric whose name says which way is better."""
+        cutoffs = self._cutoffs()
+        return {key: best.value(cutoffs) for key, best in self._best.items() if key in self.last}
+
+    def attempts_detail(
+        self, *, alive: bool | None = None, now: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Return each attempt's attempt, started, last_ts, ended, status, duration_s and
+        config_changes.
+
+        The last attempt's status is the run's (`status`); an earlier one without a run_end
+        `died`. `config_changes` maps each config key the attempt changed to ``[before,
+        after]`` (None: the key was not there). Its run_end's dropped, dropped_by_sink,
+        exc_type, exc_message and signal are kept where set.
+        """
+        if any(entry is None or entry["attempt"] is None for entry in self._attempt_list):
+            self._attempt_list = list(self._with_history())  # read once
+        entries = [entry for entry in self._attempt_list if entry is not None]
+        found = []
+        for number, entry in enumerate(entries):
+            attempt = dict(entry)
+            last = number == len(entries) - 1
+            if last:
+                attempt["started"], attempt["last_ts"] = self._attempt_ts, self.last_ts
+            if attempt["status"] is None:
+                attempt["status"] = self.status(alive=alive, now=now) if last else "died"
+            first, end = attempt["started"], attempt["last_ts"]
+            attempt["duration_s"] = None if first is None or end is None else max(0.0, end - first)
+            found.append(attempt)
+        return found
+
+    def _with_history(self) -> list[dict[str, Any]]:
+        """Return the attempts, those of a restored history read again from the log."""
+        past = RunSummary(self.path)
+        try:
+            for record in itertools.islice(iter_events(self.path), self._restored_records):
+                past.add(record)
+        except (OSError, ReadError):
+            pass
+        if past._attempt_list:
+            past._close_attempt()
+        old = [entry for entry in past._attempt_list if entry is not None]
+        merged = []
+        for number, entry in enumerate(self._attempt_list):
+            known = old[number] if number < len(old) else _new_attempt(number + 1, {})
+            if entry is None:
+                merged.append(known)
+            else:  # what came after the history (its times, its run_end) holds
+                merged.append({k: v if v is not None else known.get(k) for k, v in entry.items()})
+        return merged
 
     def row(self, *, alive: bool | None = None, now: float | None = None) -> dict[str, Any]:
         """Return the run's `runs()` row: run, path, status, attempts, started, ... metrics."""
@@ -466,7 +592,38 @@ class RunSummary:
         summary._gaps.extend(state["gaps"])
         summary._active_ts = state["active_ts"]
         summary._stall_seen = state["stall_seen"]
+        # the state holds no attempts: asked for, they are read again from the log
+        # (`attempts_detail`)
+        summary.shaped = _any_runlines_record(summary.path, state["records"])
+        summary._attempt_list = [None] * state["segments"]
+        summary._restored_records = state["records"]
         return summary
+
+
+def _any_runlines_record(path: Path, records: int) -> bool:
+    """Return whether one of the first *records* of *path* is shaped as runlines writes them
+    (the first, for a runlines log); a log that cannot be read counts as one (its read says).
+    """
+    try:
+        head = head_record(path)
+        if head is not None and is_runlines_record(head):
+            return True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the bad lines: the summary's own read warns
+            return any(map(is_runlines_record, itertools.islice(iter_events(path), records)))
+    except (OSError, ReadError):
+        return True
+
+
+def _new_attempt(number: int | None, changed: dict[str, list[Any]] | None) -> dict[str, Any]:
+    return {
+        "attempt": number,
+        "started": None,
+        "last_ts": None,
+        "ended": None,
+        "status": None,
+        "config_changes": changed,
+    }
 
 
 def _stem(path: Path) -> str:

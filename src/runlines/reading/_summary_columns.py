@@ -199,7 +199,7 @@ def _lifecycle(rows: _Rows, starts: _Ints, state: dict[str, Any]) -> tuple[list[
         record = rows.record(row)
         own = as_attempt(record.get("attempt"))
         attempts.append(max(attempts[-1] + 1, own or 0))
-        if isinstance(record.get("config"), dict):
+        if isinstance(record.get("config"), dict) and record["config"]:  # {}: keeps the one before
             config = flatten(record["config"])
         resumes.append(record.get("resume_step"))
     state["attempts"], state["config"] = attempts[-1], config

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import warnings
 from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import copy_path
+from runlines.errors import RunlinesWarning
 from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._lines import decode_line, iter_events, lines_containing, open_log
 from runlines.reading._parquet import copy_summary
-from runlines.reading._rules import import_pandas
+from runlines.reading._rules import foreign_log_message, import_pandas
 from runlines.reading._summary import RunSummary
 
 if TYPE_CHECKING:
@@ -23,12 +25,20 @@ _TAIL_BYTES: Final = 1 << 20
 
 
 def summaries(*sources: str | os.PathLike[str]) -> list[RunSummary]:
-    """Return a `RunSummary` of each run of *sources* (rank files belong to their main log)."""
+    """Return a `RunSummary` of each run of *sources* (rank files belong to their main log).
+
+    A JSONL that is no runlines log is left out, with a warning that names it.
+    """
     logs = [log for log in find_logs(*sources) if log.rank is None]
     labels = run_labels(logs)
     found = []
     for log in logs:
-        found.append(summary_of(log, labels.get(log.path)))
+        summary = summary_of(log, labels.get(log.path))
+        if summary.is_runlines_log():
+            found.append(summary)
+        else:  # a foreign JSONL among the logs: no run, and one note that names it
+            message = foreign_log_message(log.path, left_out=True)
+            warnings.warn(message, RunlinesWarning, stacklevel=3)
     return found
 
 

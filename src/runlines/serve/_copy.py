@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import ARTIFACT, RUN_END, RUN_START, SIGNAL, SPAN, open_regular
 from runlines.reading import decode_line, log_file
+from runlines.reading._rules import BOOKKEEPING as NOT_SERIES
 from runlines.reading._rules import is_metric_event
-from runlines.serve._runs import NOT_SERIES, NUMERIC, as_float
+from runlines.serve._runs import NUMERIC, as_float
 from runlines.serve._series import Series
 
 if TYPE_CHECKING:

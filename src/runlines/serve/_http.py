@@ -23,7 +23,6 @@ import orjson
 from runlines.errors import ReadError
 from runlines.fields import Vocabulary
 from runlines.reading._rules import json_ready as jsonable
-from runlines.reading._summary import flatten
 from runlines.serve._runs import SPAN_EVENT, RunState, RunStore
 from runlines.serve._series import unit_of
 
@@ -509,20 +508,9 @@ def _attempts(run: RunState, status: str) -> list[dict[str, Any]]:
     """
     keys = ("exc_type", "exc_message", "traceback", "exit_code", "signal", "dropped")
     answer = []
-    config: dict[str, Any] | None = None  # the config in effect, flattened
     for place, attempt in enumerate(run.attempts):
         start, end = attempt["start"], attempt["end"]
         given = start.get("config")
-        changes: dict[str, list[Any]] = {}
-        if isinstance(given, Mapping) and given:
-            flat = flatten(given)
-            if config is not None:
-                changes = {
-                    key: [config.get(key), flat.get(key)]
-                    for key in sorted(config.keys() | flat.keys())
-                    if key not in config or key not in flat or config[key] != flat[key]
-                }
-            config = flat
         first, last = attempt["first_ts"], attempt["last_ts"]
         if end is not None:
             own = end.get("status")
@@ -540,7 +528,7 @@ def _attempts(run: RunState, status: str) -> list[dict[str, Any]]:
                 # what this attempt's config changed ({key: [before, after]}); false: it
                 # passed none, and the run's config is kept
                 "config_given": isinstance(given, Mapping) and bool(given),
-                "config_changes": changes,
+                "config_changes": attempt.get("config_changes") or {},
                 **{key: (end or {}).get(key) for key in keys},
             }
         )

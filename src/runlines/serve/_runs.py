@@ -15,15 +15,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
-from runlines.reading._rules import is_metric_event
-from runlines.reading._summary import RunSummary
+from runlines.reading._follow import LogFollower
+from runlines.reading._rules import (
+    BOOKKEEPING,
+    config_changes,
+    foreign_log_message,
+    is_metric_event,
+)
+from runlines.reading._summary import RunSummary, flatten
 from runlines.serve._series import Series
-from runlines.serve._tail import LogTail
 
 if TYPE_CHECKING:
     from runlines.serve._copy import History
 
-NOT_SERIES: Final = frozenset({"ts", "step", "rank", "epoch", "attempt", "n", "pid"})
+NOT_SERIES: Final = BOOKKEEPING  # the one list of what is no metric, as runs() and top use
 _ENV_FIELDS: Final = (
     "host", "pid", "python", "runlines", "argv", "cwd", "git_commit", "git_dirty", "world_size",
     "id", "resume_step",
@@ -51,7 +56,7 @@ class _File:
     """One log file of a run (rank 0 or another rank) and what was read of it."""
 
     rank: int
-    tail: LogTail
+    tail: LogFollower
     series: dict[tuple[str, str], Series] = field(default_factory=dict)
     last_step: float = 0  # the step of the last record that had one
     spans: dict[str, list[float]] = field(default_factory=dict)  # name: [count, total, max]
@@ -134,7 +139,7 @@ class RunState:
         self._tail_summary: tuple[int, RunSummary] | None = None  # (size, of the last records)
 
     def _file(self, rank: int, path: Path) -> _File:
-        return _File(rank, LogTail(path, on_restart=lambda: self._restarted(rank)))
+        return _File(rank, LogFollower(path, on_restart=lambda: self._restarted(rank)))
 
     def _restarted(self, rank: int) -> None:
         """Drop what file *rank* gave before it was replaced, truncated or rewritten."""
@@ -196,7 +201,7 @@ class RunState:
         for rank, path in self.copies_to_look_for():
             self.take_history(rank, *read_history(path, label=self.label))
         for rank, log in sorted(self.files.items()):
-            for record in log.tail.poll(max_bytes):
+            for record in log.tail.stream(max_bytes):
                 self._take(rank, log, record)
             if log.tail.pending_bytes and not log.tail.behind() and not is_locked(log.tail.path):
                 last = log.tail.finished_fragment()
@@ -226,8 +231,10 @@ class RunState:
         """Keep what the run page shows of a record: config, environment, attempts, artifacts."""
         event = record.get("event")
         if event == "run_start":
-            config = record.get("config")
-            if isinstance(config, Mapping) and config:  # an attempt without one keeps the run's
+            config, changed = record.get("config"), {}
+            if isinstance(config, Mapping) and config:  # none given keeps the run's (runs())
+                if self.attempts and isinstance(self.config, Mapping):
+                    changed = config_changes(flatten(self.config), flatten(config))
                 self.config = config
             self.environment = {k: record[k] for k in _ENV_FIELDS if k in record}
             self.attempts.append(
@@ -237,6 +244,7 @@ class RunState:
                     "end": None,
                     "first_ts": None,  # its records' first and last finite ts
                     "last_ts": None,
+                    "config_changes": changed,
                 }
             )
         elif event == "run_end" and self.attempts:
@@ -330,6 +338,7 @@ class RunStore:
         self._no_requests = threading.Event()
         self._no_requests.set()
         self.runs: dict[str, RunState] = {}
+        self.foreign: set[Path] = set()  # JSONL files that are no runlines logs: no runs
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -373,7 +382,11 @@ class RunStore:
         A log that comes back (a run started again under its name) is a new run.
         """
         for label, state in list(self.runs.items()):
-            if state.is_gone():
+            if state.summary.records and not state.summary.shaped:  # a foreign JSONL
+                self.foreign.add(state.path)
+                message = foreign_log_message(state.path, left_out=True)
+                print(f"runlines: warning: {message}", file=sys.stderr)
+            if state.is_gone() or state.path in self.foreign:
                 del self.runs[label]
             else:
                 state.forget_gone_ranks()
@@ -425,7 +438,7 @@ class RunStore:
                 del self.runs[label]
         by_path = {run.path: run for run in self.runs.values()}
         for path, label in labels.items():
-            if path not in by_path:
+            if path not in by_path and path not in self.foreign:
                 if label in self.runs:  # a name that a run found earlier holds: use the path
                     label = _relative(path, self._common_root())
                 by_path[path] = self.runs[label] = RunState(label, path)
