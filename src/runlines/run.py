@@ -98,6 +98,7 @@ class Run:
         self._past_stuck = _thread.allocate_lock()  # held by the one end past a stuck write
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         self._new_because = ""  # resume="auto" chose a new name: why not the run before it
+        self._stall_end: dict[str, Any] | None = None  # owed by a stall that ended at close
         vocab = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
         self._redactor = _redactor(redact)
@@ -515,7 +516,9 @@ class Run:
             self._close_lock.release()
         self._capture.restore()  # before run_end: nothing is captured into a closing run
         if self._watching is not None:
-            self._watching.stop()  # a record it writes from now on is refused: none after run_end
+            # a record it writes from now on is refused: none after run_end; the stall_end of
+            # a stall that ended since its last check is written before run_end
+            self._stall_end = self._watching.stop()
         return self._finish_end(status, details, patient)
 
     def _finish_end(self, status: str, details: dict[str, Any], patient: bool) -> bool:
@@ -598,6 +601,9 @@ class Run:
                 else:
                     self._writer.emit_owed(event, fields, sampler)
             del self._closing[event]
+        if self._stall_end is not None:
+            emit(self._writer.line(_layout.STALL_END, self._stall_end))
+            self._stall_end = None
         if not self._end_written:
             emit(self._writer.line("run_end", self._end_fields(status, details)))
             self._end_written = True
