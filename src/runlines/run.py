@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
-from runlines import _compact, _context, _layout, _lifecycle, _writer
+from runlines import _compact, _context, _layout, _lifecycle, _warnings, _writer
 from runlines import sinks as _sinks
 from runlines._warnings import warn_user
 from runlines.errors import FieldError, RunLockedError, RunStateError
@@ -99,6 +99,7 @@ class Run:
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         self._new_because = ""  # resume="auto" chose a new name: why not the run before it
         self._stall_end: dict[str, Any] | None = None  # owed by a stall that ended at close
+        self._console_warns = False  # counted in _warnings: see _warnings.console_shows
         vocab = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
         self._redactor = _redactor(redact)
@@ -172,6 +173,10 @@ class Run:
             )
         _lifecycle.register(self)
         self._capture.install()
+        # its pretty console shows runlines' own warnings as lines: Python's warnings do not
+        self._console_warns = shown is not None and self._capture.settings.warnings
+        if self._console_warns:
+            _warnings.shown_on_console(+1)
         if system_s is not None or stall_after_s is not None:
             self._watching = _watching.Watching(
                 self._writer.write_background,
@@ -515,6 +520,9 @@ class Run:
         finally:
             self._close_lock.release()
         self._capture.restore()  # before run_end: nothing is captured into a closing run
+        if self._console_warns:
+            self._console_warns = False
+            _warnings.shown_on_console(-1)
         if self._watching is not None:
             # a record it writes from now on is refused: none after run_end; the stall_end of
             # a stall that ended since its last check is written before run_end
