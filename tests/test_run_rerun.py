@@ -154,6 +154,18 @@ class TestRestart:
         assert (run.name, run.attempt) == ("b-3", 1)
 
 
+    def test_a_users_value_that_looks_like_a_run_end_is_no_end(self, tmp_path: Path) -> None:
+        with Run("b", tmp_path, stdout=False) as run:
+            run.log("note", meta={"event": "run_end", "status": "ok"})
+            run.log("note", meta={"event": "run_start", "attempt": 7})
+        kill(tmp_path / "b.jsonl")
+
+        with Run("b", tmp_path, stdout=False) as second:
+            pass
+
+        assert (second.name, second.attempt) == ("b", 2)
+
+
 class TestConfig:
     def test_an_attempt_without_config_keeps_the_runs_config(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -93,26 +93,35 @@ def last_attempt(
             if os.fstat(file.fileno()).st_size == 0:
                 return None, None
             with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                at = data.rfind(_EVENT_START)
-                if at < 0:
+                at, start = _last_record(data, _EVENT_START, RUN_START, 0, orjson.loads)
+                if start is None:
                     return None, None
-                start = _record_at(data, at, orjson.loads)
-                end_at = data.rfind(_EVENT_END, at)
-                end = None if end_at < 0 else _record_at(data, end_at, orjson.loads)
+                end = _last_record(data, _EVENT_END, RUN_END, at, orjson.loads)[1]
     except (OSError, ValueError):
         return None, None
     return start, end
 
 
-def _record_at(data: Any, at: int, loads: Any) -> dict[str, Any] | None:
-    """Return the JSON object on the line of *data* that holds offset *at*, or None."""
-    first = data.rfind(b"\n", 0, at) + 1
-    last = data.find(b"\n", at)
-    try:
-        record = loads(data[first : last if last >= 0 else len(data)])
-    except ValueError:  # a torn last line
-        return None
-    return record if isinstance(record, dict) else None
+def _last_record(
+    data: Any, pattern: bytes, event: str, after: int, loads: Any
+) -> tuple[int, dict[str, Any] | None]:
+    """Return (offset, record) of the last *event* record of *data* past offset *after*.
+
+    The pattern may also match inside a user's value (`meta={"event": "run_end"}`): such a
+    line is passed over.
+    """
+    end = len(data)
+    while (at := data.rfind(pattern, after, end)) >= 0:
+        first = data.rfind(b"\n", 0, at) + 1
+        last = data.find(b"\n", at)
+        try:
+            record = loads(data[first : last if last >= 0 else len(data)])
+        except ValueError:  # a torn last line
+            record = None
+        if isinstance(record, dict) and record.get("event") == event:
+            return at, record
+        end = first
+    return -1, None
 
 
 def artifacts_dir(log: Path) -> Path:
