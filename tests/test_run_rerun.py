@@ -153,7 +153,6 @@ class TestRestart:
 
         assert (run.name, run.attempt) == ("b-3", 1)
 
-
     def test_a_users_value_that_looks_like_a_run_end_is_no_end(self, tmp_path: Path) -> None:
         with Run("b", tmp_path, stdout=False) as run:
             run.log("note", meta={"event": "run_end", "status": "ok"})
