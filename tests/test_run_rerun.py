@@ -67,7 +67,9 @@ class TestRerun:
 
         assert (second.name, second.attempt) == ("b", 2)
 
-    def test_a_run_another_process_writes_is_not_joined(self, tmp_path: Path) -> None:
+    def test_a_run_another_process_writes_is_not_joined(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
         """A second launch while the first still runs is a run of its own."""
         code = f"""
             import sys
@@ -92,6 +94,9 @@ class TestRerun:
 
         assert (second.name, second.attempt) == ("b-2", 1)
         assert [s["attempt"] for s in starts(tmp_path / "b.jsonl")] == [1]
+        err = capsys.readouterr().err
+        assert "run 'b' is being written by another process in " in err
+        assert "resume='allow'" not in err
 
 
 class TestRestart:

@@ -159,10 +159,14 @@ class Run:
         if self._rank:
             pass  # rank 0 speaks for the launch
         elif self.attempt == 1 and self.name != asked:
+            hint = (
+                "; Run(..., resume='allow') would continue a finished run instead"
+                if self._new_because.endswith(" ended ok")
+                else ""
+            )
             _say(
                 f"run {self._new_because} in {str(self.directory)!r}: this launch is "
-                f"a new run, {self.name!r} ({self.path}); Run(..., resume='allow') would "
-                "continue a finished run instead"
+                f"a new run, {self.name!r} ({self.path}){hint}"
             )
         elif self.attempt > 1 and resume in ("auto", "allow"):
             newest = "" if self.name == asked else f", the newest run launched as {asked!r},"
