@@ -49,6 +49,7 @@ def train(
         stdout=False,
         config=config,
         resume_step=resume_step,
+        resume="allow",  # called again with a name: its next attempt, even after an ok end
         on_nonfinite="ignore",  # the fixtures' record counts are the records they log
     ) as run:
         for step in steps:

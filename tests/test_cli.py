@@ -154,7 +154,10 @@ class TestLs:
         self, run_dir: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         train(run_dir, "f", range(1, 3))
-        with pytest.raises(ZeroDivisionError), Run("f", run_dir, stdout=False) as run:
+        with (
+            pytest.raises(ZeroDivisionError),
+            Run("f", run_dir, stdout=False, resume="allow") as run,
+        ):
             run.log("train_step", step=3, loss=0.1)
             _ = 1 / 0
 
@@ -943,7 +946,7 @@ class TestWhich:
     def _checkpoint(self, run_dir: Path) -> Path:
         checkpoint = write(run_dir / "ckpt-3.pt", b"\x00weights" * 1000)
         train(run_dir, "w", range(1, 3))
-        with Run("w", run_dir, stdout=False, resume_step=2) as run:
+        with Run("w", run_dir, stdout=False, resume_step=2, resume="allow") as run:
             run.log("train_step", step=3, loss=0.1)
             run.artifact("ckpt", path=checkpoint, step=3)
         return checkpoint

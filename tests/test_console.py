@@ -330,3 +330,115 @@ def test_json_lines_through_an_ascii_stream_come_out_in_json_ascii_form() -> Non
     written = buffer.getvalue()
     assert written.isascii()
     assert json.loads(written) == record
+
+
+class TestOwnWarningsAndOrder:
+    def test_runlines_warnings_show_once_as_console_lines_and_never_tear_the_status_line(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """stdout and stderr are one pseudo-terminal, as in a shell; Python's warnings print."""
+        import warnings
+
+        master, tty = _pty(monkeypatch)
+        monkeypatch.setattr(sys, "stderr", tty)
+        chunks: list[bytes] = []
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("default")
+                with Run("r", run_dir, console="pretty", system=False) as run:
+                    for step in range(1, 4):
+                        run.log("train_step", step=step, loss=1.0 / step)
+                    run.log("train_step", step=4, loss=float("nan"))
+                    run.log("train_step", step=5, learning_rate=0.1)
+                    run.log("train_step", step=6, loss=0.5)
+                    tty.flush()
+                    chunks.append(_read(master))
+            tty.flush()
+            chunks.append(_read(master))
+        finally:
+            tty.close()
+            os.close(master)
+
+        text = b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+        rows = [row for row in screen(text) if row]
+        assert text.count("FieldDriftWarning") == 1, rows
+        assert text.count("NonfiniteWarning") == 0, rows  # the nonfinite line says it
+        assert sum(" nonfinite " in row for row in rows) == 1
+        for row in rows:  # each a whole console line: nothing printed into the status line
+            assert re.match(r"\d\d:\d\d:\d\d \S+ ", row), row
+            assert row.count(":") < 2 or re.fullmatch(r"\d\d:\d\d:\d\d [^/]*(/[^:]*)?.*", row)
+            assert "run.log(" not in row, row
+
+    def test_without_a_pretty_console_python_shows_them(self, run_dir: Path) -> None:
+        from runlines import FieldDriftWarning
+
+        with (
+            pytest.warns(FieldDriftWarning, match="learning_rate"),
+            Run("r", run_dir, stdout=False, system=False) as run,
+        ):
+            run.log("train_step", step=1, learning_rate=0.1)
+
+    def test_the_status_line_leads_with_the_users_hot_event(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        out = _Tty()
+        monkeypatch.setattr(sys, "stdout", out)
+        clock = FakeClock()
+        shown = console(out, clock)
+
+        for step in range(1, 4):
+            clock.tick(1.0)
+            shown.show(line("span", name="forward", duration_s=0.01, status="ok"))
+            shown.show(line("train_step", step=step, loss=0.5))
+            shown.show(line("system", cpu=2.0))
+
+        (status,) = [row for row in screen(out.getvalue()) if row]
+        assert re.match(r"\d\d:\d\d:\d\d train_step +step=\d", status), status
+        assert " span " in status
+
+    def test_summary_lines_come_in_time_order(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        out = _Tty()
+        monkeypatch.setattr(sys, "stdout", out)
+        clock = FakeClock()
+        shown = console(out, clock, every=10.0)
+
+        shown.show(line("train_step", step=1, loss=0.5))  # the first summary
+        clock.tick(5.0)
+        shown.show(line("train_step", step=2, loss=0.4))
+        clock.tick(1.0)
+        shown.show(line("batch_stats", step=2, grad_norm=1.0))
+        clock.tick(1.0)
+        shown.show(line("throughput", tokens=100))
+        clock.tick(1.0)
+        shown.show(line("train_step", step=3, loss=0.3))
+        clock.tick(3.0)
+        shown.show(line("train_step", step=4, loss=0.2))  # 11 s: the second summary
+
+        rows = [row for row in screen(out.getvalue()) if row]
+        events = [row.split()[1] for row in rows[1:]]
+        assert events == ["batch_stats", "throughput", "train_step"], rows
+
+    def test_an_artifact_line_has_a_short_hash_and_does_not_wrap(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        out = _Tty()
+        monkeypatch.setattr(sys, "stdout", out)
+        shown = console(out, FakeClock())
+        sha256 = "ab" * 32
+
+        shown.show(
+            line(
+                "artifact",
+                name="checkpoint",
+                path="baseline-lr3e-4-warmup.artifacts/checkpoint-step-001200.pt",
+                bytes=1_234_567_890,
+                sha256=sha256,
+                format="torch",
+                step=1200,
+            )
+        )
+
+        (row,) = [row for row in screen(out.getvalue()) if row]  # one row: it did not wrap
+        assert f"sha256={sha256[:12]} " in row
+        assert sha256[:13] not in row
+        assert len(row) < 120

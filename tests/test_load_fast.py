@@ -241,7 +241,9 @@ class TestAppendedAfterTheCopy:
         copy = tmp_path / "r.parquet"
         written = copy.stat().st_mtime_ns
         copy.rename(tmp_path / "kept.parquet")
-        with runlines.Run("r", tmp_path, stdout=False, resume_step=30, compact=False) as run:
+        with runlines.Run(
+            "r", tmp_path, stdout=False, resume_step=30, compact=False, resume="allow"
+        ) as run:
             run.log("train", step=31, loss=0.01)
         plain = runlines.load(tmp_path / "r.jsonl")
         (tmp_path / "kept.parquet").rename(copy)

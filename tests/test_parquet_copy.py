@@ -164,7 +164,9 @@ class TestRunsFromCopies:
         logs = []
         for name in ("a", "b", "c"):
             logs.append(_train(root, name, compact=False))
-        with runlines.Run("b", root, stdout=False, resume_step=10, compact=False) as run:
+        with runlines.Run(
+            "b", root, stdout=False, resume_step=10, compact=False, resume="allow"
+        ) as run:
             run.log("train", step=11, loss=0.001)
         return logs
 
@@ -181,7 +183,9 @@ class TestRunsFromCopies:
 
     def test_records_after_the_copy_count_in(self, tmp_path: Path) -> None:
         log = _train(tmp_path, "a", compact=True)
-        with runlines.Run("a", tmp_path, stdout=False, resume_step=5, compact=False) as run:
+        with runlines.Run(
+            "a", tmp_path, stdout=False, resume_step=5, compact=False, resume="allow"
+        ) as run:
             run.log("train", step=6, loss=5.0)
             run.log("eval", step=7, accuracy=0.9)
         copied = runlines.runs(log)
@@ -630,7 +634,7 @@ class TestFooter:
     def test_a_copy_written_again_is_read_again_not_from_the_cache(self, tmp_path: Path) -> None:
         log = _train(tmp_path, compact=True)
         assert runlines.runs(log).loc[0, "attempts"] == 1
-        with runlines.Run("r", tmp_path, stdout=False, compact=True) as run:
+        with runlines.Run("r", tmp_path, stdout=False, compact=True, resume="allow") as run:
             run.log("train", step=30, loss=0.001)
 
         copied = runlines.runs(log)

@@ -38,7 +38,7 @@ def write_runs(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         for step in range(1, 7):
             run.log("train_step", epoch=step // 3, step=step, loss=1.0 / step)
         run.log("train_step", epoch=2, step=7, loss=math.inf)
-    with Run("baseline", directory, resume_step=4, **quiet) as run:
+    with Run("baseline", directory, resume_step=4, resume="allow", **quiet) as run:
         for step in range(5, 9):
             loss = math.nan if step == 8 else 0.5 / step
             run.log("train_step", epoch=step // 3, step=step, loss=loss)
@@ -172,7 +172,7 @@ class TestQuery:
             run.log("train_step", step=1)
         assert "fresh" not in query("SELECT * FROM records", tmp_path).columns
 
-        with Run("live", tmp_path, stdout=False) as run:
+        with Run("live", tmp_path, stdout=False, resume="allow") as run:
             run.log("train_step", step=2, fresh=True)
 
         result = query("SELECT attempt, fresh FROM records WHERE fresh", tmp_path)

@@ -457,7 +457,7 @@ class TestAttempts:
         with Run("r", run_dir, stdout=False) as first:
             first.log("step", step=1)
             first.log("step", step=2)
-        with Run("r", run_dir, stdout=False, resume_step=2) as second:
+        with Run("r", run_dir, stdout=False, resume_step=2, resume="allow") as second:
             second.log("step", step=3)
             second.log("step", step=4)
 
@@ -473,7 +473,7 @@ class TestAttempts:
         with first.path.open("ab") as file:
             file.write(b'{"ts":1.0,"event":"step","ru')
 
-        with Run("r", run_dir, stdout=False) as second:
+        with Run("r", run_dir, stdout=False, resume="allow") as second:
             second.log("step", step=2)
             second.log("step", step=3)
 
@@ -508,11 +508,11 @@ class TestAttempts:
         with pytest.raises(
             RunLockedError, match=rf"already being written by pid {child.pid} on host"
         ):
-            Run("r", run_dir, stdout=False)
+            Run("r", run_dir, stdout=False, resume="allow")
 
         child.communicate("\n", timeout=60)
         assert child.returncode == 0
-        Run("r", run_dir, stdout=False).close()  # free again once the holder ended
+        Run("r", run_dir, stdout=False, resume="allow").close()  # free once the holder ended
 
 
 class TestDistributed:

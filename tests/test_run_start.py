@@ -26,14 +26,14 @@ def records(path: Path) -> list[dict[str, Any]]:
 
 
 class TestResume:
-    def test_a_rerun_appends_and_says_so_on_stderr(
+    def test_allow_appends_to_a_finished_run_and_says_so_on_stderr(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
         with Run("x", tmp_path / "out", stdout=False):
             pass
         assert capsys.readouterr().err == ""
 
-        with Run("x", tmp_path / "out", stdout=False) as second:
+        with Run("x", tmp_path / "out", stdout=False, resume="allow") as second:
             pass
 
         err = capsys.readouterr().err
@@ -75,7 +75,7 @@ class TestResume:
         assert second.attempt == 2
 
     def test_an_unknown_value_is_refused(self, tmp_path: Path) -> None:
-        expected = "resume must be 'allow', 'never' or 'must', got 'yes'"
+        expected = "resume must be 'auto', 'allow', 'never' or 'must', got 'yes'"
         with pytest.raises(ValueError, match=expected):
             Run("x", tmp_path, stdout=False, resume="yes")  # type: ignore[arg-type]
 
@@ -172,7 +172,7 @@ def test_reopening_a_run_in_the_same_process_names_the_open_run(tmp_path: Path) 
     assert "is already open in this process as Run('nb'" in message
     assert "call close() on that Run" in message
     assert f"pid {os.getpid()}" not in message
-    with Run("nb", tmp_path, stdout=False) as again:  # closed: it opens again
+    with Run("nb", tmp_path, stdout=False, resume="allow") as again:  # closed: it opens again
         pass
     assert again.attempt == 2
 
@@ -191,7 +191,7 @@ class TestJsonlName:
         with Run("x", tmp_path, stdout=False):
             pass
 
-        with Run("x.jsonl", tmp_path, stdout=False) as second:
+        with Run("x.jsonl", tmp_path, stdout=False, resume="allow") as second:
             pass
 
         assert second.attempt == 2

@@ -185,3 +185,62 @@ class TestRecords:
     def test_a_bad_stall_after_is_refused(self, run_dir: Path, bad: Any) -> None:
         with pytest.raises(ValueError, match="stall_after must be a number of seconds"):
             Run("r", run_dir, stdout=False, stall_after=bad)
+
+
+@pytest.mark.usefixtures("fast_path")
+class TestStallEndingAtClose:
+    def test_a_stall_that_ends_just_before_close_gets_its_stall_end(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+
+        with Run("r", run_dir, stdout=False, system=False, stall_after=30) as run:
+            for _ in range(40):
+                clock.tick(1.0)
+                watcher.run_due()
+            clock.tick(1.0)
+            run.log("train_step", step=2)  # then close at once: no check saw it
+
+        records = events(run.path)
+        names = [r["event"] for r in records]
+        assert names == ["run_start", "stall", "train_step", "stall_end", "run_end"]
+        assert records[3]["stalled_s"] == pytest.approx(41.0, abs=4.0)
+
+    def test_a_stall_still_under_way_at_close_is_closed_by_run_end_alone(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+
+        with Run("r", run_dir, stdout=False, system=False, stall_after=30) as run:
+            for _ in range(40):
+                clock.tick(1.0)
+                watcher.run_due()
+
+        assert [r["event"] for r in events(run.path)] == ["run_start", "stall", "run_end"]
+
+    def test_a_check_racing_close_writes_the_stall_end_once_and_before_run_end(
+        self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        watcher, clock = manual_watcher(monkeypatch)
+        for round_ in range(30):
+            with Run(f"r{round_}", run_dir, stdout=False, system=False, stall_after=30) as run:
+                for _ in range(40):
+                    clock.tick(1.0)
+                    watcher.run_due()
+                clock.tick(5.0)  # the next check is due: the racing thread may run it
+                run.log("train_step", step=2)
+                go = threading.Barrier(2)
+
+                def check(go: threading.Barrier = go) -> None:
+                    go.wait()
+                    for _ in range(50):
+                        watcher.run_due()
+
+                racer = threading.Thread(target=check)
+                racer.start()
+                go.wait()
+                run.close()
+                racer.join()
+
+            names = [r["event"] for r in events(run.path)]
+            assert names == ["run_start", "stall", "train_step", "stall_end", "run_end"], round_

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TextIO, cast
 
+from runlines import _warnings
+
 __all__ = ["CAPTURE_CHOICES", "Capture", "CaptureSettings", "Emit", "parse_capture"]
 
 Emit = Callable[[str, dict[str, object]], None]
@@ -206,6 +208,8 @@ class _WarningHook:
                 "lineno": lineno,
             }
             _emit_guarded(self._emit, "warning", fields)
+            if _warnings.console_shows(category):
+                return  # the run's pretty console showed it as a line: once, never twice
         self.previous(message, category, filename, lineno, file, line)
 
 

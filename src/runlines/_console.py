@@ -45,6 +45,11 @@ _REFRESH_S: Final = 0.1  # the status line redraws at most this often
 _BARS_EVERY_S: Final = 10.0  # with a tqdm bar open, hot events print a line this often
 _RATE_WINDOW_S: Final = 1.0  # steps per second are measured over at least this long
 _CLEAR: Final = "\r\x1b[K"  # to column 0, erase to the end of the line
+# Hot events runlines writes itself: on the status line after the user's own events.
+_OWN_HOT: Final = frozenset({_layout.SPAN, _layout.SYSTEM})
+_SHORT_HASH: Final = 12  # hex digits of an artifact's sha256 on its console line
+# Said by the `nonfinite` line just before: its captured warning would say it twice.
+_SAID_BEFORE: Final = frozenset({"NonfiniteWarning"})
 
 
 class ConsoleOptions:
@@ -87,9 +92,11 @@ class _Hot:
         self.mark = (now, 0.0)  # (time, steps or records) at the start of the rate window
         self.rate: float | None = None
         self.unshown = False
+        self.seq = 0  # when its last record came, in the console's order of records
 
-    def update(self, record: dict[str, Any], now: float) -> None:
+    def update(self, record: dict[str, Any], now: float, seq: int) -> None:
         self.record = record
+        self.seq = seq
         self.count += 1
         self.unshown = True
         step = record.get("step")
@@ -121,6 +128,7 @@ class TrainingConsole:
         self._drawn = float("-inf")  # when the status line or the last summary was drawn
         self._lock = threading.Lock()  # the watcher thread shows its records too
         self._pid = os.getpid()
+        self._seq = 0  # records shown so far
 
     def show(self, line: bytes) -> None:
         """Show one encoded record."""
@@ -132,16 +140,27 @@ class TrainingConsole:
     def _show(self, line: bytes) -> None:
         record = restore_nonfinite(orjson.loads(line))
         event = str(record.get("event", ""))
+        self._seq += 1
         if not self._is_hot(event):
             if event == "run_end":
                 self._summarise(final=True)
-            self._print(format_console(record))
+            elif event == _layout.WARNING and record.get("category") in _SAID_BEFORE:
+                return
+            if event == _layout.ARTIFACT:  # a short hash, and cut to the width: never wraps
+                text = format_console(_short_hash(record)).rstrip("\n")
+                self._print(text[: max(20, self._width() - 1)] + "\n")
+            else:
+                self._print(format_console(record))
             return
         now = self._clock()
         hot = self._hot.get(event)
         if hot is None:
             hot = self._hot[event] = _Hot(now)
-        hot.update(record, now)
+            if event not in _OWN_HOT:  # the user's hot events lead the status line
+                own = [name for name in self._hot if name in _OWN_HOT]
+                for name in own:
+                    self._hot[name] = self._hot.pop(name)
+        hot.update(record, now, self._seq)
         every = self._every_s()
         if every is None:
             if now - self._drawn >= _REFRESH_S:
@@ -193,7 +212,7 @@ class TrainingConsole:
             self._write(_CLEAR + self._segments()[:width] + "\n")  # the last values stay
             self._status = ""
             return
-        for hot in self._hot.values():
+        for hot in sorted(self._hot.values(), key=lambda hot: hot.seq):  # in time order
             if hot.unshown:
                 hot.unshown = False
                 text = format_console(hot.record).rstrip("\n")
@@ -215,6 +234,21 @@ class TrainingConsole:
         if stdout is not None and stdout is not self._sink.stream:
             self._sink.stream = stdout  # print()'s stream: rich's live display replaces it
         self._sink.write_text(text)
+
+
+def _short_hash(record: dict[str, Any]) -> dict[str, Any]:
+    """Return an artifact record as its line shows it, short enough not to wrap: the sha256
+    cut short, the path without the run's `<name>.artifacts/` folder."""
+    shown = dict(record)
+    sha256 = shown.get("sha256")
+    if isinstance(sha256, str) and len(sha256) > _SHORT_HASH:
+        shown["sha256"] = sha256[:_SHORT_HASH]
+    path = shown.get("path")
+    if isinstance(path, str):
+        folder, slash, rest = path.partition("/")
+        if slash and folder.endswith(_layout.ARTIFACTS_SUFFIX) and rest:
+            shown["path"] = rest
+    return shown
 
 
 def _terminal_width() -> int:

@@ -5,6 +5,10 @@ A run named N in folder D writes `D/N.jsonl` (rank R > 0 of a distributed run:
 `D/N.artifacts/`. A finished log may have a Parquet copy, `D/N.parquet` (docs/scale.md).
 Only regular files are ever opened: a FIFO or a device named like a log would block a reader
 forever.
+
+A new launch of a name whose last attempt ended `ok` writes the next free name instead,
+`N-2`, `N-3`, ... (see `rerun_name` and docs/run.md); it chooses while it holds
+`D/N.jsonl.name.lock`, only for that moment.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ LOG: Final = "log"
 # Written by the run's watcher thread: no sign that training makes progress.
 BACKGROUND_EVENTS: Final = frozenset({SYSTEM, STALL, STALL_END})
 
+_NAME_LOCK_SUFFIX: Final = ".name.lock"
+_EVENT_START: Final = b'"event":"run_start"'
+_EVENT_END: Final = b'"event":"run_end"'
+
 _CHUNK: Final = 1 << 20  # bytes read at a time when hashing a file
 
 
@@ -56,6 +64,64 @@ def lock_path(log: str | os.PathLike[str]) -> Path:
 
     log = Path(log)
     return log.with_name(log.name + LOCK_SUFFIX)
+
+
+def name_lock_path(directory: Path, name: str) -> Path:
+    """Return the lock a launch of run *name* holds while it chooses its name (`rerun_name`)."""
+    return directory / f"{name}{LOG_SUFFIX}{_NAME_LOCK_SUFFIX}"
+
+
+def rerun_name(name: str, number: int) -> str:
+    """Return the name of the *number*-th run launched as *name*: `name`, `name-2`, `name-3`..."""
+    return name if number == 1 else f"{name}-{number}"
+
+
+def last_attempt(
+    path: str | os.PathLike[str],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Return the last `run_start` of the log at *path* and the `run_end` after it, or None.
+
+    (None, None) for a missing, empty or unreadable log; (start, None) while the last attempt
+    runs, or when it died. Maps the file: only the two lines are parsed.
+    """
+    import mmap  # imported when a run opens, not with runlines
+
+    import orjson
+
+    try:
+        with open_regular(path) as file:
+            if os.fstat(file.fileno()).st_size == 0:
+                return None, None
+            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                at, start = _last_record(data, _EVENT_START, RUN_START, 0, orjson.loads)
+                if start is None:
+                    return None, None
+                end = _last_record(data, _EVENT_END, RUN_END, at, orjson.loads)[1]
+    except (OSError, ValueError):
+        return None, None
+    return start, end
+
+
+def _last_record(
+    data: Any, pattern: bytes, event: str, after: int, loads: Any
+) -> tuple[int, dict[str, Any] | None]:
+    """Return (offset, record) of the last *event* record of *data* past offset *after*.
+
+    The pattern may also match inside a user's value (`meta={"event": "run_end"}`): such a
+    line is passed over.
+    """
+    end = len(data)
+    while (at := data.rfind(pattern, after, end)) >= 0:
+        first = data.rfind(b"\n", 0, at) + 1
+        last = data.find(b"\n", at)
+        try:
+            record = loads(data[first : last if last >= 0 else len(data)])
+        except ValueError:  # a torn last line
+            record = None
+        if isinstance(record, dict) and record.get("event") == event:
+            return at, record
+        end = first
+    return -1, None
 
 
 def artifacts_dir(log: Path) -> Path:

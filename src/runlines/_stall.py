@@ -67,6 +67,14 @@ class StallWatch:
             self._on_stall(now - self._since)
         return now + self.every_s
 
+    def ended(self, now: float) -> float | None:
+        """Return the seconds the stall under way lasted, when progress has moved since it was
+        seen (its stall_end is owed: the run logged again after the last check); else None."""
+        if self.stalled and self._progress() > self._seen:
+            self.stalled = False
+            return now - self._since
+        return None
+
 
 def dump_stacks(path: Path, redact: Callable[[str], str] | None = None) -> int:
     """Write every Python thread's stack to *path*; return the number of threads.

@@ -1,4 +1,5 @@
-"""Warnings that point at the user's call, however deep inside runlines they are raised."""
+"""Warnings that point at the user's call, however deep inside runlines they are raised, and
+shown once: by a run's pretty console, or by Python's warnings, never both."""
 
 from __future__ import annotations
 
@@ -6,9 +7,22 @@ import os
 import sys
 import warnings
 
-__all__ = ["warn_user"]
+__all__ = ["console_shows", "shown_on_console", "warn_user"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_OWN_CATEGORIES = frozenset({"FieldDriftWarning", "NonfiniteWarning"})
+_consoles = [0]  # open runs whose pretty console shows their captured warnings
+
+
+def shown_on_console(delta: int) -> None:
+    """Count a run whose pretty console shows its captured warnings (+1 at open, -1 at close)."""
+    _consoles[0] = max(0, _consoles[0] + delta)
+
+
+def console_shows(category: type[Warning]) -> bool:
+    """Whether a warning of *category* is runlines' own and a pretty console shows it as a
+    line: then Python's warnings do not show it too (it would also tear the status line)."""
+    return _consoles[0] > 0 and getattr(category, "__name__", "") in _OWN_CATEGORIES
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

@@ -89,24 +89,46 @@ class Watching:
             self.stall = StallWatch(
                 stall_after_s, self._progress, self._on_stall, self._on_resume, now
             )
-            self._jobs.append(self._watcher.add(self.stall.check, self.stall.every_s))
+            self._jobs.append(self._watcher.add(self._check_stall, self.stall.every_s))
 
-    def stop(self) -> None:
-        """Stop the jobs; once this returns, nothing more is written."""
+    def stop(self) -> dict[str, Any] | None:
+        """Stop the jobs; once this returns, nothing more is written.
+
+        Returns the fields of a `stall_end` still owed, which the run writes before `run_end`:
+        a stall that ended after the watch's last check (the run logged, then closed at once).
+        """
         for job in self._jobs:
             job.cancel()
         if os.getpid() != self._pid:
-            return  # a forked child runs no jobs, and the lock may have been held at the fork
+            return None  # a forked child runs no jobs; the lock may have been held at the fork
         self._stopped = True  # first, without the lock: a signal handler may be the caller
         # Wait, boundedly, for a record being written now: the thread may itself wait for the
         # write lock that the code this call interrupted holds.
-        if self._lock.acquire(timeout=_STOP_WAIT_S):
+        if not self._lock.acquire(timeout=_STOP_WAIT_S):
+            return None  # a check still runs: the stall's state is its own
+        try:
+            stall = getattr(self, "stall", None)
+            stalled_s = None if stall is None else stall.ended(self._watcher.clock())
+        finally:
             self._lock.release()
+        return None if stalled_s is None else {_f.STALLED_S: round(stalled_s, 3)}
+
+    def _check_stall(self, now: float) -> float | None:
+        """The stall watch's check, under the lock: stop() never sees it half done."""
+        with self._lock:
+            if self._stopped:
+                return None
+            return self.stall.check(now)
 
     def _emit(self, event: str, fields: dict[str, Any]) -> None:
         with self._lock:
             if not self._stopped:
                 self._write(event, fields, self._count)
+
+    def _emit_held(self, event: str, fields: dict[str, Any]) -> None:
+        """Write a record of the stall watch's, whose check holds the lock."""
+        if not self._stopped:
+            self._write(event, fields, self._count)
 
     def _count(self, size: int) -> None:
         # Counted before the line lands, so the stall watch never mistakes it for progress.
@@ -130,7 +152,7 @@ class Watching:
             fields[_f.STACKS] = f"{self._stacks_dir.name}/{path.name}"
         except OSError:
             pass  # the record still says the run stalled
-        self._emit(_layout.STALL, fields)
+        self._emit_held(_layout.STALL, fields)
 
     def _on_resume(self, stalled_s: float) -> None:
-        self._emit(_layout.STALL_END, {_f.STALLED_S: round(stalled_s, 3)})
+        self._emit_held(_layout.STALL_END, {_f.STALLED_S: round(stalled_s, 3)})

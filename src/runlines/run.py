@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
-from runlines import _compact, _context, _layout, _lifecycle, _writer
+from runlines import _compact, _context, _layout, _lifecycle, _warnings, _writer
 from runlines import sinks as _sinks
 from runlines._warnings import warn_user
 from runlines.errors import FieldError, RunLockedError, RunStateError
@@ -68,7 +68,7 @@ class Run:
         redact: bool | Redactor = True,
         capture: bool | str | Iterable[str] | CaptureSettings | None = True,
         capture_level: int | str = "WARNING",
-        resume: Literal["allow", "never", "must"] = "allow",
+        resume: Literal["auto", "allow", "never", "must"] = "auto",
         system: float | bool = 10.0,
         stall_after: float | None = None,
         on_nonfinite: Literal["warn", "raise", "ignore"] = "warn",
@@ -97,6 +97,9 @@ class Run:
         self._ending: tuple[str, dict[str, Any]] = ("ok", {})  # the end under way: its status
         self._past_stuck = _thread.allocate_lock()  # held by the one end past a stuck write
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
+        self._new_because = ""  # resume="auto" chose a new name: why not the run before it
+        self._stall_end: dict[str, Any] | None = None  # owed by a stall that ended at close
+        self._console_warns = False  # counted in _warnings: see _warnings.console_shows
         vocab = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
         self._redactor = _redactor(redact)
@@ -111,7 +114,6 @@ class Run:
         system_s = _watching.check_system(system)
         stall_after_s = _stall.check_stall_after(stall_after)
         alarm_mode = _nonfinite.check_on_nonfinite(on_nonfinite)
-        alarm = None if alarm_mode is None else _nonfinite.NonfiniteAlarm(alarm_mode, self.path)
         console_options = ConsoleOptions.of(console_every, console_events)
         added = tuple(map(_sinks._guard, (*sinks, *_sinks._added_sinks())))
         self._watching: _watching.Watching | None = None
@@ -122,8 +124,10 @@ class Run:
         # them leaves nothing on disk. _open_file checks resume= again under the lock.
         self._check_not_open_here()
         _check_resume(resume, self.name, self.directory, self.path)
-        self._file = self._open_file(fsync, resume)
+        asked = self.name
+        self._file = self._open_file(fsync, resume)  # resume="auto" may choose another name
         try:
+            alarm = None if alarm_mode is None else _nonfinite.NonfiniteAlarm(alarm_mode, self.path)
             self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
             shown = None if pretty is None else console_options.make(pretty)
             self._added = added
@@ -144,19 +148,39 @@ class Run:
             )
             self._tracer = Tracer(self._writer.log_span, stats=self._span_stats)
             self._install_writer()
-            self.attempt = _last_attempt(self.path) + 1
+            previous = _last_run_start(self.path)
+            self.attempt = _attempt_of(previous) + 1
             self._file.end_torn_tail()
+            config_dict = _kept_config(config_dict, previous)
             self._write_start(config_dict, resume_step)
         except BaseException:
             self._release(failed_start=True)
             raise
-        if self.attempt > 1 and resume == "allow":
+        if self._rank:
+            pass  # rank 0 speaks for the launch
+        elif self.attempt == 1 and self.name != asked:
+            hint = (
+                "; Run(..., resume='allow') would continue a finished run instead"
+                if self._new_because.endswith(" ended ok")
+                else ""
+            )
             _say(
-                f"continuing run {self.name!r} in {str(self.directory)!r} as attempt "
-                f"{self.attempt} (Run(..., resume='never') refuses an existing log)"
+                f"run {self._new_because} in {str(self.directory)!r}: this launch is "
+                f"a new run, {self.name!r} ({self.path}){hint}"
+            )
+        elif self.attempt > 1 and resume in ("auto", "allow"):
+            newest = "" if self.name == asked else f", the newest run launched as {asked!r},"
+            _say(
+                f"continuing run {self.name!r}{newest} in {str(self.directory)!r} as attempt "
+                f"{self.attempt}{_config_change(previous, config, config_dict, self._redactor)} "
+                "(Run(..., resume='never') refuses an existing log)"
             )
         _lifecycle.register(self)
         self._capture.install()
+        # its pretty console shows runlines' own warnings as lines: Python's warnings do not
+        self._console_warns = shown is not None and self._capture.settings.warnings
+        if self._console_warns:
+            _warnings.shown_on_console(+1)
         if system_s is not None or stall_after_s is not None:
             self._watching = _watching.Watching(
                 self._writer.write_background,
@@ -347,7 +371,10 @@ class Run:
                 "pass a writable directory"
             )
             raise OSError(err.errno, msg) from err
-        self._lock = self._acquire_lock()
+        if resume == "auto":
+            self._lock = self._claim_name()
+        else:
+            self._lock = self._acquire_lock()
         try:
             # Again under the lock: the log may have appeared while this call waited for it.
             _check_resume(resume, self.name, self.directory, self.path)
@@ -412,6 +439,53 @@ class Run:
             raise OSError(err.errno, msg) from err
         return lock
 
+    def _claim_name(self) -> Any:
+        """Choose the run this launch writes (resume="auto"), take its lock and return it.
+
+        Rank 0 (or a process alone) chooses under the name lock, so that two launches never
+        take one name; a rank R > 0 joins the run its launch's rank 0 writes.
+        """
+        if self._rank:
+            chosen = _rank_zero_run(self.directory, self.name, self._dist)
+            if chosen is not None:
+                self._rename(chosen)
+                return self._acquire_lock()
+        lock = _try_lock(self.path)  # the usual case: a first run, or a restart of the name
+        if lock is not None:
+            start, end = _layout.last_attempt(self.path)
+            if start is None:
+                return lock
+            newer = _layout.log_path(self.directory, _layout.rerun_name(self.name, 2), self._rank)
+            if (end is None or end.get("status") != "ok") and not _has_records(newer):
+                return lock
+            lock.release()  # a rerun: the name lock decides which name it takes
+        from filelock import FileLock, Timeout
+
+        naming = FileLock(_layout.name_lock_path(self.directory, self.name), timeout=_NAME_WAIT_S)
+        try:
+            naming.acquire()
+        except Timeout:
+            msg = (
+                f"another launch of run {self.name!r} in {str(self.directory)!r} has been "
+                f"choosing its name for {_NAME_WAIT_S:g} s; try again, or give this run "
+                "another name"
+            )
+            raise RunLockedError(msg) from None
+        except OSError as err:
+            msg = f"cannot lock {str(self.directory)!r} ({err}); pass a writable directory"
+            raise OSError(err.errno, msg) from err
+        try:
+            chosen, lock, self._new_because = _choose_run(self.directory, self.name, self._rank)
+        finally:
+            naming.release()
+        self._rename(chosen)
+        return lock
+
+    def _rename(self, name: str) -> None:
+        """Write the run *name*: its log path follows."""
+        self.name = name
+        self.path = _context.log_path(self.directory, name, self._dist)
+
     def _write_start(self, config: dict[str, Any] | None, resume_step: int | None) -> None:
         fields: dict[str, Any] = {"id": self.id, "attempt": self.attempt}
         if resume_step is not None:
@@ -450,8 +524,13 @@ class Run:
         finally:
             self._close_lock.release()
         self._capture.restore()  # before run_end: nothing is captured into a closing run
+        if self._console_warns:
+            self._console_warns = False
+            _warnings.shown_on_console(-1)
         if self._watching is not None:
-            self._watching.stop()  # a record it writes from now on is refused: none after run_end
+            # a record it writes from now on is refused: none after run_end; the stall_end of
+            # a stall that ended since its last check is written before run_end
+            self._stall_end = self._watching.stop()
         return self._finish_end(status, details, patient)
 
     def _finish_end(self, status: str, details: dict[str, Any], patient: bool) -> bool:
@@ -534,6 +613,9 @@ class Run:
                 else:
                     self._writer.emit_owed(event, fields, sampler)
             del self._closing[event]
+        if self._stall_end is not None:
+            emit(self._writer.line(_layout.STALL_END, self._stall_end))
+            self._stall_end = None
         if not self._end_written:
             emit(self._writer.line("run_end", self._end_fields(status, details)))
             self._end_written = True
@@ -744,8 +826,8 @@ def _check_console(console: Any) -> None:
 
 def _check_resume(resume: Any, name: str, directory: Path, path: Path) -> None:
     """Refuse an existing log with resume="never", a missing one with resume="must"."""
-    if resume not in ("allow", "never", "must"):
-        msg = f"resume must be 'allow', 'never' or 'must', got {resume!r}"
+    if resume not in ("auto", "allow", "never", "must"):
+        msg = f"resume must be 'auto', 'allow', 'never' or 'must', got {resume!r}"
         raise ValueError(msg)
     try:
         exists = path.stat().st_size > 0
@@ -755,13 +837,13 @@ def _check_resume(resume: Any, name: str, directory: Path, path: Path) -> None:
     if resume == "never" and exists:
         msg = (
             f"{where} exists already ({path}) and resume='never'; give this run another name, "
-            "or pass resume='allow' to continue it as a new attempt"
+            "or pass resume='auto' to continue it, or start the next free name after an ok end"
         )
         raise FileExistsError(msg)
     if resume == "must" and not exists:
         msg = (
             f"{where} has no log to continue ({path} is missing) and resume='must'; check the "
-            "name and directory, or pass resume='allow' to start it"
+            "name and directory, or pass resume='auto' to start it"
         )
         raise FileNotFoundError(msg)
 
@@ -830,24 +912,7 @@ def _stdout_sinks(
 
 def _last_run_start(path: Path) -> dict[str, Any] | None:
     """Return the last run_start record of the log at *path*, or None."""
-    import mmap  # imported when a run opens, not with runlines
-
-    import orjson  # loaded already by _load()
-
-    try:
-        with open(path, "rb") as file:
-            if os.fstat(file.fileno()).st_size == 0:
-                return None
-            with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                at = data.rfind(b'"event":"run_start"')
-                if at < 0:
-                    return None
-                start = data.rfind(b"\n", 0, at) + 1
-                end = data.find(b"\n", at)
-                record = orjson.loads(data[start : end if end >= 0 else len(data)])
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) else None
+    return _layout.last_attempt(path)[0]
 
 
 def _ends_with_run_end(path: Path, run_id: str) -> bool:
@@ -871,10 +936,196 @@ def _ends_with_run_end(path: Path, run_id: str) -> bool:
 _END_TAIL_BYTES: Final = 1 << 16  # run_end with its traceback (20,000 characters) fits
 
 
-def _last_attempt(path: Path) -> int:
-    record = _last_run_start(path)
+def _attempt_of(record: dict[str, Any] | None) -> int:
     attempt = record.get("attempt") if record else 0
-    return attempt if isinstance(attempt, int) else 0
+    return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 0
+
+
+# -- resume="auto": a rerun is a new run, a restart continues (docs/run.md) ----------------------
+
+_NAME_WAIT_S: Final = 30.0  # another launch holds the name lock only while it chooses
+_RANK_WAIT_S: Final = 30.0  # a rank R > 0 waits this long for its rank 0 to open the run
+_RANK_POLL_S: Final = 0.02
+
+
+def _choose_run(directory: Path, name: str, rank: int | None) -> tuple[str, Any, str]:
+    """Return (the run a launch of *name* writes, its lock, held; why not the run before).
+
+    Called under the name lock. The runs launched as *name* are `name`, `name-2`, ...: the
+    newest one is continued when its last attempt did not end ok and nobody writes it; else
+    the launch takes the first free name after it. Only this function, under the name lock,
+    takes a name past *name*; *name* itself is also taken by `Run._claim_name` holding its
+    run lock, which this function must hold too to take it.
+    """
+    number, why = 1, ""
+    while True:
+        candidate = _layout.rerun_name(name, number)
+        path = _layout.log_path(directory, candidate, rank)
+        start, end = _layout.last_attempt(path)
+        newer = _layout.log_path(directory, _layout.rerun_name(name, number + 1), rank)
+        if start is not None and end is not None and end.get("status") == "ok":
+            why = f"{candidate!r} ended ok"
+        elif start is not None and _has_records(newer):
+            why = f"{candidate!r} was followed by a newer run"
+        else:  # a free name, or the newest run, which did not end ok: continued
+            lock = _try_lock(path)
+            if lock is not None:
+                return candidate, lock, why
+            why = f"{candidate!r} is being written by another process"
+        number += 1
+
+
+def _rank_zero_run(directory: Path, name: str, dist: _context.Distributed | None) -> str | None:
+    """Return the run that rank 0 of this launch writes, once it has opened it; None if it
+    has not within _RANK_WAIT_S (the rank then chooses from its own files).
+
+    Rank 0's run is the newest of `name`, `name-2`, ... whose rank 0 log a live process holds,
+    with an attempt of this world size that has not ended.
+    """
+    if not _has_records(_layout.log_path(directory, name)) and not _has_records(
+        _layout.log_path(directory, name, None if dist is None else dist.rank)
+    ):
+        return name  # the first launch of the name
+    world_size = None if dist is None else dist.world_size
+    deadline = _monotonic() + _RANK_WAIT_S
+    wait = threading.Event()
+    while True:
+        found = None
+        number = 1
+        while True:
+            candidate = _layout.rerun_name(name, number)
+            path = _layout.log_path(directory, candidate)
+            if not _has_records(path):
+                break
+            start, end = _layout.last_attempt(path)
+            if (
+                start is not None
+                and end is None
+                and start.get("world_size") == world_size
+                and _is_held(path)
+            ):
+                found = candidate
+            number += 1
+        if found is not None:
+            return found
+        if _monotonic() >= deadline:
+            _say(
+                f"rank 0 of run {name!r} in {str(directory)!r} did not open it within "
+                f"{_RANK_WAIT_S:g} s; this rank chooses from its own logs"
+            )
+            return None
+        wait.wait(_RANK_POLL_S)
+
+
+def _has_records(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _try_lock(path: Path) -> Any:
+    """Return the run lock of the log at *path*, taken, or None when a live process holds it."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(_layout.lock_path(path), timeout=_LOCK_WAIT_S)
+    try:
+        lock.acquire()
+    except Timeout:
+        return None
+    except OSError as err:
+        msg = f"cannot lock {str(path)!r} ({err}); pass a writable directory"
+        raise OSError(err.errno, msg) from err
+    return lock
+
+
+def _is_held(path: Path) -> bool:
+    """Return whether a live process holds the run lock of the log at *path*."""
+    from filelock import FileLock, Timeout
+
+    probe = FileLock(_layout.lock_path(path), timeout=0)
+    try:
+        probe.acquire()
+    except Timeout:
+        return True
+    except OSError:
+        return False
+    probe.release()
+    return False
+
+
+def _kept_config(config: dict[str, Any] | None, previous: dict[str, Any] | None) -> Any:
+    """Return the config run_start records: *config*, or the previous attempt's when none is
+    given (an attempt without config= keeps the run's config)."""
+    if config is not None or previous is None:
+        return config
+    from runlines._encoding import restore_nonfinite
+
+    kept = restore_nonfinite(dict(previous)).get("config")
+    return kept if isinstance(kept, dict) and kept else None
+
+
+_CHANGE_CHARS: Final = 160  # the stderr line names this much of the config's change
+
+
+def _config_change(
+    previous: dict[str, Any] | None,
+    given: object,
+    config: dict[str, Any] | None,
+    redactor: Redactor | None,
+) -> str:
+    """Return how this attempt's config differs from the previous attempt's, for the stderr
+    line: "; config: lr 0.001 -> 0.01, +warmup, -dropout", shortened."""
+    if given is None:
+        return "; no config= given, the run's config is kept" if config else ""
+    import orjson
+
+    from runlines._encoding import encode_line_safe, restore_nonfinite
+
+    before = restore_nonfinite(dict(previous)).get("config") if previous else None
+    old = _flat(before if isinstance(before, dict) else {})
+    try:  # compared as the log holds them: JSON values, secrets redacted
+        line = encode_line_safe({"config": config or {}}, None)
+        after = restore_nonfinite(orjson.loads(line))["config"]
+        new = _flat(after if redactor is None else redactor.redact(after))  # type: ignore[arg-type]
+    except (TypeError, ValueError, KeyError):
+        return ""
+    parts = [f"+{key}" for key in new if key not in old]
+    parts += [f"-{key}" for key in old if key not in new]
+    parts += [
+        f"{key} {_short(old[key])} -> {_short(new[key])}"
+        for key in new
+        if key in old and not _same(old[key], new[key])
+    ]
+    if not parts:
+        return "; config unchanged"
+    text = ", ".join(parts)
+    if len(text) > _CHANGE_CHARS:
+        shown = text[:_CHANGE_CHARS].rsplit(", ", 1)[0]
+        text = f"{shown}, ... ({len(parts) - shown.count(', ') - 1} more)"
+    return f"; config: {text}"
+
+
+def _same(old: object, new: object) -> bool:
+    if isinstance(old, float) and isinstance(new, float) and old != old and new != new:
+        return True  # NaN both times
+    return type(old) is type(new) and old == new
+
+
+def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return nested *config* as {"optim.lr": 0.1, ...}."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _short(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 24 else text[:21] + "..."
 
 
 def _load() -> None:

@@ -49,7 +49,9 @@ def _open(run_dir: Path, name: str) -> tuple[Run | None, int, os.stat_result | N
     """
     for tries in range(_TRIES):
         try:
-            run = Run(name, run_dir, stdout=False, system=False, capture=False)
+            # resume="allow": every job means this one run (with "auto" a job that finds it
+            # live would start a run of its own, see test_reruns_racing)
+            run = Run(name, run_dir, stdout=False, system=False, capture=False, resume="allow")
         except RunLockedError:
             continue
         try:

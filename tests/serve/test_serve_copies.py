@@ -207,7 +207,9 @@ class TestSameAnswers:
             for step in range(1500):
                 run.log("train_step", step=step, loss=1.0 / (step + 1))
         covered = (tmp_path / "r.jsonl").stat().st_size
-        with Run("r", tmp_path, stdout=False, compact=False, resume_step=1000) as run:
+        with Run(
+            "r", tmp_path, stdout=False, compact=False, resume_step=1000, resume="allow"
+        ) as run:
             for step in range(1000, 1200):
                 run.log("train_step", step=step, loss=2.0)
         (tmp_path / "r.parquet").rename(tmp_path / "kept.parquet")

@@ -197,6 +197,8 @@ class RunlinesLogger(Logger):
         if run is None or not self._is_open():
             kwargs = dict(self._run_kwargs)
             config = {**dict(kwargs.pop("config", None) or {}), **self._hyperparams}
+            if run is not None:  # a fit or test after finalize: the same run's next attempt
+                kwargs.setdefault("resume", "allow")
             run = self._run = Run(self._name, self._directory, config=config, **kwargs)
         return run
 

@@ -96,6 +96,7 @@ class RunlinesCallback(TrainerCallback):
         kwargs["stdout"] = kwargs.get("stdout", True) and state.is_world_process_zero
         if resume_step is not None:  # records of earlier attempts past it are superseded
             kwargs.setdefault("resume_step", resume_step)
+            kwargs.setdefault("resume", "allow")  # from a checkpoint: the run's next attempt
         name = self._name if self._name is not None else _run_name(args)
         directory = self._directory if self._directory is not None else _output_dir(args)
         return Run(name, directory, config=config, **kwargs)
