@@ -318,7 +318,8 @@ def _metrics(record: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _direction(key: str) -> str | None:
+def direction(key: str) -> str | None:
+    """Return 'min' or 'max' for a metric whose name says which way is better, else None."""
     name = key.rsplit(".", 1)[-1]
     if name in LOWER:
         return "min"
@@ -360,7 +361,7 @@ def _one_run(name: str, found: list[dict[str, Any]]) -> Truth:
         values.setdefault(key, {})[step] = value
     best: dict[str, float | None] = {}
     for key, by_step in values.items():
-        way = _direction(key)
+        way = direction(key)
         if way is not None:
             numbers = [v for v in by_step.values() if not math.isnan(v)]
             best[key] = (min if way == "min" else max)(numbers) if numbers else None

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import pytest
 
-from _awkward import CASES, Truth, truth, write_cases
+from _awkward import CASES, Truth, direction, truth, write_cases
 from runlines import runs
 from runlines.cli import main
 from runlines.cli._top import Top
@@ -189,8 +189,9 @@ def per_step_views(
             entry = seen.setdefault(run, {"last": {}, "best": {}, "nonfinite": {}})
             entry["last"][key] = got["last"]
             numbers = got["finite_or_inf"]
-            way = min if field == "loss" else max
-            entry["best"][key] = way(numbers) if numbers else None
+            way = direction(key)
+            if way is not None:
+                entry["best"][key] = (min if way == "min" else max)(numbers) if numbers else None
             entry["nonfinite"][key] = got["nonfinite"]
     return seen
 
@@ -463,9 +464,12 @@ class Page:
             """() => {
               const panels = [...document.querySelectorAll('#view-run .panel')];
               const titled = (t) => panels.find((p) => p.querySelector('h2')?.textContent === t);
-              const rows = [...titled('Attempts').querySelectorAll('tbody tr')];
-              const attempts = rows.map((tr) => tr.querySelector('.badge').textContent);
-              const durations = rows.map((tr) => tr.cells[3].textContent);
+              const table = titled('Attempts').querySelector('table');
+              const heads = [...table.querySelectorAll('thead th')].map((th) => th.textContent);
+              const rows = [...table.querySelectorAll('tbody tr')];
+              const cell = (tr, name) => tr.cells[heads.indexOf(name)];
+              const attempts = rows.map((tr) => cell(tr, 'status').textContent);
+              const durations = rows.map((tr) => cell(tr, 'duration').textContent);
               const config = {};
               for (const tr of titled('Config').querySelectorAll('table.kv tr')) {
                 const [k, v] = tr.cells;
@@ -484,7 +488,16 @@ class Page:
         self.page.wait_for_selector(f'#runs tr[data-run="{run}"]')
         self.page.click("#select-none")
         self.page.check(f'#runs tr[data-run="{run}"] input')
-        self.page.wait_for_selector('.chart[data-runs="1"]')
+        # every chart drawn from this run alone: the first load's own selection may still land
+        self.page.wait_for_function(
+            """(run) => {
+              const charts = [...document.querySelectorAll('.chart')];
+              return charts.length > 0 && charts.every((c) => c.dataset.runs === '1'
+                && [...c.querySelectorAll('.u-legend .u-series:not(.raw) th')]
+                  .some((th) => th.textContent === run));
+            }""",
+            arg=run,
+        )
         charts: list[dict[str, Any]] = self.page.evaluate(
             """() => [...document.querySelectorAll('.chart')].map((c) => ({
                 key: c.dataset.event + '.' + c.dataset.field,
