@@ -151,16 +151,18 @@ def _foreign(folder: Path) -> None:
 
 
 def _ranks(folder: Path) -> None:
-    """`dist`: two ranks as torchrun starts them, each its own file, with its own losses."""
-    for rank in (0, 1):
-        with (
-            _environ(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank)),
-            _clock(T0 + rank) as clock,
-            Run("dist", folder, **QUIET) as run,
-        ):
+    """`dist`: two ranks as torchrun starts them, both open at once, each its own file, with
+    its own losses (a rank > 0 joins the run its rank 0 holds open)."""
+    with _clock(T0) as clock:
+        with _environ(RANK="0", WORLD_SIZE="2", LOCAL_RANK="0"):
+            first = Run("dist", folder, **QUIET)
+        with _environ(RANK="1", WORLD_SIZE="2", LOCAL_RANK="1"):
+            second = Run("dist", folder, **QUIET)
+        with first, second:
             for step in range(1, 5):
                 clock.tick(1)
-                run.log("train_step", step=step, loss=(rank + 1) / step)
+                for rank, run in enumerate((first, second)):
+                    run.log("train_step", step=step, loss=(rank + 1) / step)
 
 
 _WRITERS: Final = {

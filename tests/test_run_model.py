@@ -273,6 +273,23 @@ class TestConfig:
             {"attempt": 1, "status": "died", "config_changes": {}}
         ]
 
+    def test_diff_prints_each_attempt_and_what_it_changed(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        log = _resumed(tmp_path, third={"lr": 0.01, "seed": 1, "warmup": 5})
+        other = write(tmp_path / "o" / "o.jsonl", line("run_start", run="o", config={"lr": 0.01}))
+
+        assert main(["diff", str(log), str(other)]) == 0
+        out = capsys.readouterr().out
+
+        attempts = out.split("\nattempts\n")[1].split("\n\n")[0].splitlines()
+        assert attempts == [
+            "  a: attempt 1 died",
+            "  a: attempt 2 ok",
+            "  a: attempt 3 ok; config: lr 0.001 -> 0.01, warmup null -> 5",
+            "  b: attempt 1 died",
+        ]
+
 
 class TestForeignLogs:
     @pytest.fixture

@@ -7,8 +7,8 @@ property the view states (status, attempts, duration, last and best values, non-
 config, the runs listed, per-rank values) must be the oracle's, read from the log with `json`.
 
 One test per (log, view, property). A view is one function under `@view(...)`: it reads a
-case's folder and returns, per run, what it states. The disagreements on main today are
-`XFAILS`, each with the issue 25 bullet whose fix removes it.
+case's folder and returns, per run, what it states. A view that disagrees is marked in
+`XFAILS` (strict), with the fix that removes it: none is, since issue 25's fixes.
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def _show_json(folder: Path, shared: Shared) -> Seen:
         seen[run] = {
             "status": shown["status"],
             "attempts": [a["status"] for a in shown["attempts"]],
-            "attempt_s": [_between(a["started"], a["ended"]) for a in shown["attempts"]],
+            "attempt_s": [number(a["duration_s"]) for a in shown["attempts"]],
             "duration": number(shown.get("duration_s")),
             "last": last(shown),
             "config": flat(shown["config"]),
@@ -609,51 +609,10 @@ def same(a: Any, b: Any, *, rel: float, abs_s: float = 0.0) -> bool:
     return bool(a == b)
 
 
-# --- which disagree on main today ------------------------------------------------------------
+# --- views that disagree: a strict xfail each, naming the fix that removes it ------------------
 
-BULLET: Final = {
-    "died": "issue 25: the dashboard's run page shows a killed attempt as ok (/api/run gives "
-    "status null for a died attempt, and the page falls back to the run's status)",
-    "nan": "issue 25: runlines compare turns a logged NaN into missing",
-    "config": "issue 25: a resumed attempt without config= drops the run's config",
-    "duration": "issue 25: ls and show disagree on a resumed run's duration (show --json "
-    "states none; show's text counts the gaps between attempts, ls does not)",
-    "foreign": "issue 25: a JSONL that is not a runlines log shows in ls as a died run",
-    "ranks": "issue 25 (ranks, no bullet yet): compare averages the ranks' records into one "
-    "column, where runs(), ls, show and the dashboard state rank 0's values",
-    "attempt_s": "issue 25: the dashboard shows each attempt's own status and duration on the "
-    "run page (a died attempt, with no run_end, has no duration in show --json, /api/run or "
-    "the page)",
-    "rerun": "issue 25: a rerun under the same name hides the earlier experiment "
-    "(resume='auto' makes it baseline-2)",
-}
 _PAGES: Final = ("show --json", "/api/run", "dashboard page")  # views with an attempts table
-XFAILS: Final[dict[tuple[str, str, str], str]] = {
-    **{
-        (case, name, "config"): BULLET["config"]
-        for case in ("killed", "noconfig")
-        for name in (
-            "runs()",
-            "ls --json",
-            "show --json",
-            "/api/runs",
-            "/api/run",
-            "dashboard page",
-        )
-    },
-    **{(case, "show --json", "duration"): BULLET["duration"] for case in CASES},
-    ("killed", "/api/run", "attempts"): BULLET["died"],
-    **{("killed", name, "attempt_s"): BULLET["attempt_s"] for name in _PAGES},
-    ("killed", "dashboard page", "attempts"): BULLET["died"],
-    ("nonfinite", "compare --json", "last"): BULLET["nan"],
-    ("nonfinite", "compare --json", "nonfinite"): BULLET["nan"],
-    **{
-        ("foreign", name, "runs"): BULLET["foreign"]
-        for name in ("runs()", "ls --json", "/api/runs", "top", "dashboard page")
-    },
-    ("ranks", "compare --json", "last"): BULLET["ranks"],
-    ("ranks", "compare --json", "best"): BULLET["ranks"],
-}
+XFAILS: Final[dict[tuple[str, str, str], str]] = {}  # none: every view agrees
 
 
 def _cases() -> Iterator[Any]:
@@ -714,9 +673,7 @@ SHAPES: Final = {
     [
         pytest.param(
             case,
-            marks=[pytest.mark.xfail(strict=True, reason=BULLET["rerun"])]
-            if case == "rerun"
-            else [],
+            marks=[],
         )
         for case in CASES
     ],

@@ -987,7 +987,8 @@ def _rank_zero_run(directory: Path, name: str, dist: _context.Distributed | None
     ):
         return name  # the first launch of the name
     world_size = None if dist is None else dist.world_size
-    deadline = _monotonic() + _RANK_WAIT_S
+    # polls counted, not a clock read: a test's frozen clock must not make it wait forever
+    polls = int(_RANK_WAIT_S / _RANK_POLL_S)
     wait = threading.Event()
     while True:
         found = None
@@ -1008,7 +1009,8 @@ def _rank_zero_run(directory: Path, name: str, dist: _context.Distributed | None
             number += 1
         if found is not None:
             return found
-        if _monotonic() >= deadline:
+        polls -= 1
+        if polls < 0:
             _say(
                 f"rank 0 of run {name!r} in {str(directory)!r} did not open it within "
                 f"{_RANK_WAIT_S:g} s; this rank chooses from its own logs"

@@ -69,6 +69,10 @@ def format_diff(found: RunDiff) -> str:
         ]
     env = [f"  {k}: {_v(a)} -> {_v(b)}" for k, (a, b) in found.environment.items()]
     lines += ["", "environment", *(env or ["  same, as far as both recorded it"])]
+    if any(len(attempts) > 1 for attempts in found.attempts.values()):
+        lines += ["", "attempts"]
+        for side in ("a", "b"):
+            lines += [f"  {side}: {_attempt(attempt)}" for attempt in found.attempts.get(side, [])]
     lines += ["", "metrics"]
     width = max([0, *(len(f"{m.event}.{m.field}") for m in found.metrics)])
     for m in found.metrics:
@@ -82,6 +86,15 @@ def format_diff(found: RunDiff) -> str:
     if not found.metrics:
         lines.append("  no (event, field) logged at the same steps by both")
     return "\n".join(lines)
+
+
+def _attempt(attempt: dict[str, Any]) -> str:
+    """Return one attempt as a line: its number, status and what its config changed."""
+    changes = attempt.get("config_changes") or {}
+    said = ", ".join(f"{k} {_v(a)} -> {_v(b)}" for k, (a, b) in sorted(changes.items()))
+    return f"attempt {attempt.get('attempt')} {attempt.get('status')}" + (
+        f"; config: {said}" if said else ""
+    )
 
 
 def _command(argv: Any) -> str:

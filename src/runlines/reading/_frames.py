@@ -152,7 +152,7 @@ def _load_frame(
     import numpy as np
 
     logs = [read_log(log, errors, names) for log in found]
-    check_foreign(logs, refuse=refuse_foreign)
+    logs = check_foreign(logs, refuse=refuse_foreign, sources=sources)
     pd = import_pandas(caller)
     table = _Columns(logs)
     attempt, rewound = _attempts(table, logs)
@@ -198,16 +198,28 @@ def load_with_presence(
     return frame, present
 
 
-def check_foreign(logs: Iterable[_ParsedLog], *, refuse: bool) -> None:
-    """Warn, or raise ReadError (*refuse*: `diff`, `compare`), for each log that is no
-    runlines log: it has records, none of them with a text `event` and a numeric `ts`.
+def check_foreign(
+    logs: Iterable[_ParsedLog],
+    *,
+    refuse: bool,
+    sources: Iterable[str | os.PathLike[str]] | None = None,
+) -> list[_ParsedLog]:
+    """Return *logs*, having warned about each that is no runlines log (it has records, none
+    with a text `event` and a numeric `ts`); with *refuse* (`diff`, `compare`), raise
+    ReadError for one named in *sources* itself, and leave out one found in a folder.
     """
+    named = None if sources is None else {os.path.abspath(s) for s in sources}
+    kept = []
     for parsed in logs:
         if parsed.pieces and not _shaped(parsed):
             message = foreign_log_message(parsed.log.path)
-            if refuse:
+            if refuse and (named is None or os.path.abspath(parsed.log.path) in named):
                 raise ReadError(message, str(parsed.log.path))
             warnings.warn(message, RunlinesWarning, stacklevel=4)
+            if refuse:
+                continue  # a folder's other JSONL, left out as ls and runs() leave it
+        kept.append(parsed)
+    return kept
 
 
 def _shaped(parsed: _ParsedLog) -> bool:
@@ -523,7 +535,9 @@ def compare(
     A metric is a field of one event: where the records hold *metric* in several events
     (train and eval ``loss``), each run has a column per event, labelled ``run · event``;
     values of different events are never combined. *by* may be any numeric field, ``ts``,
-    or ``elapsed_s``: seconds since the run's first record.
+    or ``elapsed_s``: seconds since the run's first record. A distributed run is compared by
+    its rank 0's records, the values `runs()` states for it (`load()` or `query()` give every
+    rank's).
 
     The columns are nullable ``Float64``: a value the run logged as NaN or an infinity stays
     ``nan``, ``inf`` or ``-inf``, and a step the run has no record of is ``pd.NA``
@@ -549,6 +563,9 @@ def compare(
     if by not in _TIME_AXES:
         _check_numeric(frame, by, "by")
     rows = frame[frame["__logged"].to_numpy(dtype=bool) & frame[by].notna().to_numpy()]
+    if "rank" in rows.columns:  # a distributed run is its rank 0, as runs() and ls state it
+        rank = rows["rank"]
+        rows = rows[(rank.isna() | (rank == 0)).to_numpy(dtype=bool)]
     # an event that is no string (a hand-written `"event": []`) is no metric's event; a mask,
     # not a list, which pandas would take for column names when no row is left
     named = rows["event"]
