@@ -361,10 +361,6 @@ def _page(folder: Path, shared: Shared) -> Seen:
     return shared.page.read(folder)
 
 
-def _between(start: float | None, end: float | None) -> float | None:
-    return None if start is None or end is None else end - start
-
-
 def _folder(row: dict[str, Any]) -> Path:
     """Return the folder of a dashboard row's run: the case it belongs to."""
     return Path(row["path"]).parent

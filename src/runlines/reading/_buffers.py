@@ -16,7 +16,15 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-__all__ = ["bools", "from_numpy", "numpy_of", "strings", "valid_of"]
+__all__ = [
+    "bools",
+    "from_numpy",
+    "numpy_of",
+    "sparse_lists",
+    "sparse_strings",
+    "strings",
+    "valid_of",
+]
 
 
 def _bits(buffer: Any, offset: int, length: int) -> npt.NDArray[np.bool_]:
@@ -106,3 +114,50 @@ def strings(texts: Sequence[str | None], kind: Any = None) -> Any:
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
     buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
     return pa.Array.from_buffers(kind, len(texts), buffers, null_count=nulls)
+
+
+def _offsets(size: int, at: npt.NDArray[np.int64], lengths: Sequence[int], width: Any) -> Any:
+    """Return the offsets of *size* values, those at rows *at* of *lengths*, the others empty."""
+    each = np.zeros(size, dtype=width)
+    each[at] = lengths
+    offsets = np.zeros(size + 1, dtype=width)
+    np.cumsum(each, out=offsets[1:])
+    return offsets
+
+
+def _validity(size: int, at: npt.NDArray[np.int64]) -> Any:
+    if len(at) == size:
+        return None
+    valid = np.zeros(size, dtype=bool)
+    valid[at] = True
+    return pa.py_buffer(np.packbits(valid, bitorder="little"))
+
+
+def sparse_strings(size: int, at: Sequence[int], texts: Sequence[str], kind: Any) -> Any:
+    """Return *size* strings of type *kind*, *texts* at rows *at* (distinct) and null elsewhere:
+    what `strings` makes of a list mostly None, without a Python value per row."""
+    rows = np.asarray(at, dtype=np.int64)
+    encoded = [text.encode() for text in texts]
+    if len(rows) > 1 and (np.diff(rows) < 0).any():  # the bytes go in row order
+        order = np.argsort(rows, kind="stable")
+        rows, encoded = rows[order], [encoded[i] for i in order.tolist()]
+    width = np.int64 if pa.types.is_large_string(kind) else np.int32
+    offsets = _offsets(size, rows, [len(part) for part in encoded], width)
+    buffers = [_validity(size, rows), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(kind, size, buffers, null_count=size - len(rows))
+
+
+def sparse_lists(size: int, at: Sequence[int], lists: Sequence[Sequence[str]]) -> Any:
+    """Return *size* lists of strings, *lists* at rows *at* (distinct, ascending) and null
+    elsewhere."""
+    rows = np.asarray(at, dtype=np.int64)
+    offsets = _offsets(size, rows, [len(names) for names in lists], np.int32)
+    values = strings([name for names in lists for name in names])
+    kind = pa.list_(pa.string())
+    return pa.Array.from_buffers(
+        kind,
+        size,
+        [_validity(size, rows), pa.py_buffer(offsets)],
+        null_count=size - len(rows),
+        children=[values],
+    )

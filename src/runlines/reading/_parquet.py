@@ -313,36 +313,26 @@ def _bookkeeping(pa: Any, pieces: list[_Piece]) -> dict[str, Any]:
     """Return each row's log line, its Python values (JSON) and the fields it holds as null."""
     import numpy as np
 
-    from runlines.reading._buffers import from_numpy, strings
+    from runlines.reading._buffers import from_numpy, sparse_lists, sparse_strings
 
     lines = np.concatenate([p.lines for p in pieces]) if pieces else np.zeros(0, np.int64)
-    patches: list[str | None] = [None] * len(lines)
-    nulls: list[list[str] | None] = [None] * len(lines)
+    patched: list[int] = []  # the rows with Python values, and those values as JSON
+    patches: list[str] = []
+    nulls: dict[int, list[str]] = {}  # row: the fields it holds as null
     offset = 0
     for piece in pieces:
-        for row, record in zip(piece.rows, piece.records, strict=True):
-            # json, not orjson: it keeps ints beyond 64 bits, NaN and infinities exactly
-            patches[offset + row] = json.dumps(record, allow_nan=True)
+        patched.extend(offset + row for row in piece.rows)
+        # json, not orjson: it keeps ints beyond 64 bits, NaN and infinities exactly
+        patches.extend(json.dumps(record, allow_nan=True) for record in piece.records)
         for name, rows in piece.nulls.items():
             for row in rows.tolist():
-                held = nulls[offset + int(row)]
-                if held is None:
-                    nulls[offset + int(row)] = held = []
-                held.append(name)
+                nulls.setdefault(offset + int(row), []).append(name)
         offset += piece.table.num_rows
-    listed = [names for names in nulls if names is not None]
-    offsets = np.zeros(len(nulls) + 1, dtype=np.int32)
-    np.cumsum([0 if names is None else len(names) for names in nulls], out=offsets[1:])
-    absent = np.fromiter((names is None for names in nulls), dtype=bool, count=len(nulls))
-    null_lists = pa.ListArray.from_arrays(
-        from_numpy(offsets, pa.int32()),
-        strings([name for names in listed for name in names]),
-        mask=from_numpy(absent, pa.bool_()),
-    )
+    held = sorted(nulls)
     return {
         _LINE: from_numpy(lines, pa.int64()),
-        _PATCH: strings(patches, pa.large_string()),
-        _NULLS: null_lists,
+        _PATCH: sparse_strings(len(lines), patched, patches, pa.large_string()),
+        _NULLS: sparse_lists(len(lines), held, [nulls[row] for row in held]),
     }
 
 
