@@ -746,3 +746,14 @@ class TestVerifiedLogs:
             frame = runlines.load(log)
 
         assert (frame["step"] == 9999).any()
+
+
+@given(st.permutations(list(range(12))) | st.just(list(range(12))), st.integers(0, 12))
+def test_a_table_is_reordered_as_take_would(order: list[int], slices: int) -> None:
+    import pyarrow as pa
+
+    table = pa.table({"a": list(range(12)), "b": [str(i) for i in range(12)]})
+    with mock.patch.object(parquet, "_MAX_SLICES", slices):  # by slices, or by take()
+        reordered = parquet._reordered(pa, table, np.asarray(order, dtype=np.int64))
+
+    assert reordered.to_pylist() == table.take(order).to_pylist()

@@ -64,6 +64,7 @@ _FOOTER_READ: Final = 16 << 10  # the end of a copy read at once: the footer of 
 _CACHED: Final = 4096  # copies whose metadata one process keeps decoded
 _SAMPLE_BYTES: Final = 4 << 10  # hashed at each end of the covered bytes, for the quick check
 _HASH_CHUNK: Final = 4 << 20
+_MAX_SLICES: Final = 64  # a table reordered in more runs than this is copied by take()
 _LINE, _PATCH, _NULLS = "__line", "__patch", "__nulls"  # bookkeeping columns; fields are c<i>
 # each row's attempt, whether it is superseded, and the group of pieces (of `_Meta.pieces`) it
 # was read in
@@ -154,7 +155,7 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     order = by_line[first]
     sizes = [piece.table.num_rows for piece in parsed.pieces]
     piece_of = np.repeat(np.asarray(group_of, dtype=np.int32), sizes)[order]
-    table = table.take(from_numpy(order, pa.int64()))
+    table = _reordered(pa, table, order)
     table = table.append_column(_ATTEMPT, from_numpy(attempt[first], pa.int64()))
     table = table.append_column(_SUPERSEDED, from_numpy(superseded[first], pa.bool_()))
     table = table.append_column(_PIECE, from_numpy(piece_of, pa.int32()))
@@ -184,6 +185,28 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
     finally:
         temporary.unlink(missing_ok=True)
     return target
+
+
+def _reordered(pa: Any, table: Any, order: npt.NDArray[np.int64]) -> Any:
+    """Return *table*'s rows in *order*: as slices where the order runs in steps of one.
+
+    The rows of a log's main events are in line order already, and a few others (run_start,
+    run_end) go between them: a handful of runs of rows, each a slice of the table (no copy),
+    where `take` would copy every column.
+    """
+    import numpy as np
+
+    from runlines.reading._buffers import from_numpy
+
+    if not len(order):
+        return table
+    cuts = np.flatnonzero(np.diff(order) != 1) + 1
+    if len(cuts) > _MAX_SLICES:
+        return table.take(from_numpy(order, pa.int64()))
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [len(order)]))
+    parts = [table.slice(int(order[a]), int(b - a)) for a, b in zip(starts, ends, strict=True)]
+    return pa.concat_tables(parts) if len(parts) > 1 else parts[0]
 
 
 def _encodings(pa: Any, schema: Any) -> dict[str, Any]:

@@ -82,15 +82,22 @@ class _Rows:
             record = self._decoded[row] = decode_line(self.read_line(int(self.lines[row])))
         return record
 
-    def numbers(self, name: str) -> tuple[_Bools, _Floats]:
-        """Return, per row, whether field *name* holds a number (no bool) and it as a float."""
+    def numbers(
+        self, name: str, into: tuple[_Bools, _Floats] | None = None
+    ) -> tuple[_Bools, _Floats]:
+        """Return, per row, whether field *name* holds a number (no bool) and it as a float;
+        in the arrays *into*, when given (a row's worth each: fresh ones cost page faults)."""
         import numpy as np
 
         from runlines.reading._buffers import numpy_of, valid_of
 
         size = len(self.lines)
-        held = np.zeros(size, dtype=bool)
-        values = np.full(size, np.nan)
+        if into is None:
+            held, values = np.zeros(size, dtype=bool), np.full(size, np.nan)
+        else:
+            held, values = into
+            held.fill(False)
+            values.fill(np.nan)
         for piece, where in zip(self.table.pieces, self.table.full.positions, strict=True):
             column = piece.column(name)
             if column is not None and _arrow_kind(column.type) in ("int", "float"):
@@ -316,14 +323,16 @@ def _metrics(
         # a record without a numeric step (or with a NaN one): at infinity, never superseded
         steps = np.where(held & ~np.isnan(values), values, np.inf)
     found: dict[str, tuple[tuple[int, int], str, _Ints, _Floats]] = {}
-    for name in _field_names(rows.table):
-        held, values = rows.numbers(name)
+    into = np.zeros(len(rows.lines), dtype=bool), np.empty(len(rows.lines))
+    for name in _field_names(rows.table):  # each field's numbers in the same two arrays
+        held, values = rows.numbers(name, into)
         mine = np.flatnonzero(held & metric)
         if not len(mine):
             continue
         codes = rows.codes[mine]
-        for code in np.unique(codes).tolist():
-            at = mine[codes == code]
+        present = np.flatnonzero(np.bincount(codes, minlength=len(rows.events)))
+        for code in present.tolist():  # the events holding it (a count: np.unique sorts)
+            at = mine if len(present) == 1 else mine[codes == code]
             key = f"{rows.events[code]}.{name}"
             if key in found:
                 return None  # `a.b`/`c` and `a`/`b.c`: their interleaving decides; Python does
