@@ -23,11 +23,10 @@ from runlines.spans import Span, SpanStats, Tracer
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from runlines import _logfile
+    from runlines import _logfile, _watching
     from runlines import fields as _fields
     from runlines._capture import CaptureSettings
     from runlines._console import ConsoleOptions
-    from runlines._nonfinite import NonfiniteAlarm
     from runlines.fields import Vocabulary
 
 __all__ = ["Run"]
@@ -109,12 +108,11 @@ class Run:
         _check_resume_step(resume_step)
         _check_console(console)
         # watching a live run: docs/watching.md
-        from runlines import _nonfinite, _stall, _watching
         from runlines._console import ConsoleOptions
 
         system_s = _watching.check_system(system)
-        stall_after_s = _stall.check_stall_after(stall_after)
-        alarm_mode = _nonfinite.check_on_nonfinite(on_nonfinite)
+        stall_after_s = _watching.check_stall_after(stall_after)
+        alarm_mode = _watching.check_on_nonfinite(on_nonfinite)
         console_options = ConsoleOptions.of(console_every, console_events)
         added = tuple(map(_sinks._guard, (*sinks, *_sinks._added_sinks())))
         self._watching: _watching.Watching | None = None
@@ -129,7 +127,7 @@ class Run:
         self.name, self.path, self._file = self._log.name, self._log.path, self._log.sink
         # -- build the writer, and start: run_start
         try:
-            alarm = None if alarm_mode is None else _nonfinite.NonfiniteAlarm(alarm_mode, self.path)
+            alarm = None if alarm_mode is None else _watching.NonfiniteAlarm(alarm_mode, self.path)
             pretty = self._build_writer(
                 stdout,
                 console,
@@ -172,7 +170,7 @@ class Run:
         console: str,
         console_options: ConsoleOptions,
         added: tuple[_sinks._Guarded, ...],
-        alarm: NonfiniteAlarm | None,
+        alarm: _watching.NonfiniteAlarm | None,
         *,
         fsync: bool,
         vocabulary: Vocabulary,
@@ -870,7 +868,7 @@ def _short(value: object) -> str:
 
 def _load() -> None:
     """Bind, once, the modules that only an open run uses (see _writer.load)."""
-    global _fields, _logfile
+    global _fields, _logfile, _watching
     _writer.load()
-    from runlines import _logfile
+    from runlines import _logfile, _watching
     from runlines import fields as _fields
