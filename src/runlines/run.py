@@ -107,10 +107,9 @@ class Run:
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
         _check_console(console)
-        # watching a live run: docs/watching.md
         from runlines._console import ConsoleOptions
 
-        system_s = _watching.check_system(system)
+        system_s = _watching.check_system(system)  # watching a live run: docs/watching.md
         stall_after_s = _watching.check_stall_after(stall_after)
         alarm_mode = _watching.check_on_nonfinite(on_nonfinite)
         console_options = ConsoleOptions.of(console_every, console_events)
