@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from runlines import _watch
+from runlines._watching import thread
 
 
 class FakeClock:
@@ -24,11 +24,11 @@ class FakeClock:
         self.now += seconds
 
 
-def manual_watcher(monkeypatch: pytest.MonkeyPatch) -> tuple[_watch.Watcher, FakeClock]:
+def manual_watcher(monkeypatch: pytest.MonkeyPatch) -> tuple[thread.Watcher, FakeClock]:
     """Replace the process's watcher with one that runs only when a test calls run_due()."""
     clock = FakeClock()
-    watcher = _watch.Watcher(clock, thread=False)
-    monkeypatch.setattr(_watch, "watcher", watcher)
+    watcher = thread.Watcher(clock, thread=False)
+    monkeypatch.setattr(thread, "watcher", watcher)
     return watcher, clock
 
 

@@ -19,6 +19,7 @@ DEFERRED = (
     *("dataclasses", "inspect", "pathlib", "traceback", "uuid", "json", "datetime", "signal"),
     *("mmap", "subprocess", "platform", "socket", "secrets", "logging", "hashlib", "base64"),
     *("runlines._encoding", "runlines.fields", "runlines._capture", "runlines.artifacts"),
+    *("runlines._logfile", "runlines._watching"),
     *("runlines.reading", "runlines.sql"),
 )
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runlines import NonfiniteWarning, Run
-from runlines._nonfinite import last_finite
+from runlines._watching.nonfinite import last_finite
 
 
 def events(path: Path, name: str | None = None) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import pytest
 
 from _watching_fakes import manual_watcher
 from runlines import Run
-from runlines._stall import StallWatch, dump_stacks
+from runlines._watching.stall import StallWatch, dump_stacks
 
 
 def events(path: Path) -> list[dict[str, Any]]:
@@ -128,7 +128,7 @@ class TestRecords:
             def sample(self, now: float) -> dict[str, Any]:
                 return {"cpu_percent": 1.0}
 
-        monkeypatch.setattr("runlines._system.SystemSampler", Sampler)
+        monkeypatch.setattr("runlines._watching.system.SystemSampler", Sampler)
 
         with Run("r", run_dir, stdout=False, system=1.0, stall_after=10) as run:
             for _ in range(15):

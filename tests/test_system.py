@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from _watching_fakes import FakeNvml, fake_proc, manual_watcher
-from runlines import Run, _watch
-from runlines._system import SystemSampler, describe_gpus, gpus_in_use
+from runlines import Run
+from runlines._watching import describe_gpus, system, thread
+from runlines._watching.system import SystemSampler, gpus_in_use
 
 
 def records(path: Path, event: str) -> list[dict[str, Any]]:
@@ -157,7 +158,7 @@ class TestRecords:
     ) -> None:
         watcher, clock = manual_watcher(monkeypatch)
         sampler = _Sampler()
-        monkeypatch.setattr("runlines._system.SystemSampler", lambda: sampler)
+        monkeypatch.setattr("runlines._watching.system.SystemSampler", lambda: sampler)
 
         with Run("r", run_dir, stdout=False, system=5.0) as run:
             watcher.run_due()  # at open: nothing yet
@@ -190,7 +191,7 @@ class TestRecords:
         self, run_dir: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         watcher, clock = manual_watcher(monkeypatch)
-        monkeypatch.setattr("runlines._system.SystemSampler", _Sampler)
+        monkeypatch.setattr("runlines._watching.system.SystemSampler", _Sampler)
         run = Run("r", run_dir, stdout=False, system=1.0)
         clock.tick(1.0)
         watcher.run_due()
@@ -235,9 +236,9 @@ def test_the_watcher_clock_is_the_real_one_under_freezegun() -> None:
     from freezegun import freeze_time
 
     with freeze_time("2026-01-01") as frozen:
-        before = _watch.watcher.clock()
+        before = thread.watcher.clock()
         frozen.tick(3600)
-        after = _watch.watcher.clock()
+        after = thread.watcher.clock()
 
     assert after - before < 60
     assert abs(time.monotonic() - after) < 60
@@ -247,8 +248,6 @@ class TestNvmlStart:
     def test_a_slow_nvml_start_does_not_hold_up_the_open(
         self, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        from runlines import _system
-
         release = threading.Event()
         nvml = FakeNvml(count=1)
 
@@ -256,24 +255,22 @@ class TestNvmlStart:
             release.wait()
             return nvml
 
-        monkeypatch.setattr(_system, "_NVML", _system._Nvml())
-        monkeypatch.setattr(_system, "_NVML_MODULE", "json")  # an importable module
-        monkeypatch.setattr(_system, "_init_nvml", slow_init)
+        monkeypatch.setattr(system, "_NVML", system._Nvml())
+        monkeypatch.setattr(system, "_NVML_MODULE", "json")  # an importable module
+        monkeypatch.setattr(system, "_init_nvml", slow_init)
 
-        wait = _system._start_nvml(0.05)
+        wait = system.start_nvml(0.05)
         assert wait() is None  # gave up at the bound: run_start goes without GPU names
         release.set()
 
-        assert _system.load_nvml() is nvml  # the sampler gets it once it has started
+        assert system.load_nvml() is nvml  # the sampler gets it once it has started
 
     def test_without_nvidia_ml_py_no_thread_starts(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from runlines import _system
-
-        monkeypatch.setattr(_system, "_NVML", _system._Nvml())
-        monkeypatch.setattr(_system, "_NVML_MODULE", "no_such_module_here")
+        monkeypatch.setattr(system, "_NVML", system._Nvml())
+        monkeypatch.setattr(system, "_NVML_MODULE", "no_such_module_here")
         before = threading.active_count()
 
-        wait = _system._start_nvml(1.0)
+        wait = system.start_nvml(1.0)
 
         assert threading.active_count() == before
         assert wait() is None

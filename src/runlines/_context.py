@@ -83,9 +83,9 @@ def describe_process(diff_dir: Path | None = None) -> dict[str, Any]:
         "argv": list(sys.argv),
         "cwd": cwd,
     }
-    from runlines import _system  # imported when a run opens
+    from runlines import _watching  # imported when a run opens
 
-    nvml = _system._start_nvml(_GPU_WAIT_S)  # on a thread, while git runs
+    nvml = _watching.start_nvml(_GPU_WAIT_S)  # on a thread, while git runs
     state = git_state(cwd)
     info.update(describe_environment(nvml=nvml))
     diff = state.pop(_DIFF, None)
@@ -151,9 +151,10 @@ def describe_environment(
     torch = loaded.get("torch")
     if torch is not None:
         info.update(_torch_versions(torch))
-    from runlines import _system  # imported when a run opens
+    from runlines import _watching  # imported when a run opens
 
-    info.update(_system.describe_gpus(loaded, nvml=_system.load_nvml if nvml is None else nvml))
+    nvml = _watching.load_nvml if nvml is None else nvml
+    info.update(_watching.describe_gpus(loaded, nvml=nvml))
     return info
 
 

@@ -1,5 +1,6 @@
 """Warnings that point at the user's call, however deep inside runlines they are raised, and
-shown once: by a run's pretty console, or by Python's warnings, never both."""
+shown once: by a run's pretty console, or by Python's warnings, never both; and the lines a run
+says on stderr."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import sys
 import warnings
 
-__all__ = ["console_shows", "shown_on_console", "warn_user"]
+__all__ = ["console_shows", "say", "shown_on_console", "warn_user"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _OWN_CATEGORIES = frozenset({"FieldDriftWarning", "NonfiniteWarning"})
@@ -33,3 +34,11 @@ def warn_user(message: str, category: type[Warning]) -> None:
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def say(message: str) -> None:
+    """Print one line for the user on stderr."""
+    try:
+        print(f"runlines: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass  # no stderr: the attempt number is in run_start anyway

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from runlines import fields as _fields
     from runlines._console import TrainingConsole
     from runlines._encoding import Redact
-    from runlines._nonfinite import NonfiniteAlarm
+    from runlines._watching import NonfiniteAlarm
     from runlines.fields import Vocabulary
     from runlines.redaction import Redactor
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import _thread
 import enum
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -14,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
 from runlines import _compact, _context, _layout, _lifecycle, _warnings, _writer
 from runlines import sinks as _sinks
-from runlines._warnings import warn_user
-from runlines.errors import FieldError, RunLockedError, RunStateError
+from runlines._warnings import say, warn_user
+from runlines.errors import FieldError, RunStateError
 from runlines.redaction import DEFAULT_REDACTOR, Redactor
 from runlines.sampling import make_sampler
 from runlines.sinks import FileSink, Sink, StdoutSink
@@ -24,13 +23,14 @@ from runlines.spans import Span, SpanStats, Tracer
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from runlines import _logfile, _watching
     from runlines import fields as _fields
     from runlines._capture import CaptureSettings
+    from runlines._console import ConsoleOptions
     from runlines.fields import Vocabulary
 
 __all__ = ["Run"]
 
-_LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 _END_WAIT_S: Final = 0.1  # a lock held longer at close may be the interrupted code's own
 _DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process waits for it
 # A write in flight this long while a signal ends the process is stuck (stdout a full pipe):
@@ -97,9 +97,9 @@ class Run:
         self._ending: tuple[str, dict[str, Any]] = ("ok", {})  # the end under way: its status
         self._past_stuck = _thread.allocate_lock()  # held by the one end past a stuck write
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
-        self._new_because = ""  # resume="auto" chose a new name: why not the run before it
         self._stall_end: dict[str, Any] | None = None  # owed by a stall that ended at close
         self._console_warns = False  # counted in _warnings: see _warnings.console_shows
+        # -- check the options: every one is checked before anything is written
         vocab = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
         self._redactor = _redactor(redact)
@@ -107,48 +107,37 @@ class Run:
         config_dict = _config_dict(config)
         _check_resume_step(resume_step)
         _check_console(console)
-        # Watching a live run (docs/watching.md): options checked before anything is written.
-        from runlines import _nonfinite, _stall, _watching
         from runlines._console import ConsoleOptions
 
-        system_s = _watching.check_system(system)
-        stall_after_s = _stall.check_stall_after(stall_after)
-        alarm_mode = _nonfinite.check_on_nonfinite(on_nonfinite)
+        system_s = _watching.check_system(system)  # watching a live run: docs/watching.md
+        stall_after_s = _watching.check_stall_after(stall_after)
+        alarm_mode = _watching.check_on_nonfinite(on_nonfinite)
         console_options = ConsoleOptions.of(console_every, console_events)
         added = tuple(map(_sinks._guard, (*sinks, *_sinks._added_sinks())))
         self._watching: _watching.Watching | None = None
         from runlines._capture import Capture, parse_capture  # with logging: when a run opens
 
         self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
-        # Every argument is checked by now, and the checks below only read: a Run refused by
-        # them leaves nothing on disk. _open_file checks resume= again under the lock.
-        self._check_not_open_here()
-        _check_resume(resume, self.name, self.directory, self.path)
+        # -- open the log file, under its lock: resume="auto" may choose another name
         asked = self.name
-        self._file = self._open_file(fsync, resume)  # resume="auto" may choose another name
+        self._log = _logfile.open_log(
+            self.directory, self.name, self._dist, resume=resume, fsync=fsync
+        )
+        self.name, self.path, self._file = self._log.name, self._log.path, self._log.sink
+        # -- build the writer, and start: run_start
         try:
-            alarm = None if alarm_mode is None else _nonfinite.NonfiniteAlarm(alarm_mode, self.path)
-            self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
-            shown = None if pretty is None else console_options.make(pretty)
-            self._added = added
-            self._writer = _writer.Writer(
-                self.name,
-                self._rank,
-                file=self._file,
-                sinks=(self._file,)
-                + ((self._stdout,) if self._stdout is not None and shown is None else ())
-                + added,
-                console=shown,
+            alarm = None if alarm_mode is None else _watching.NonfiniteAlarm(alarm_mode, self.path)
+            pretty = self._build_writer(
+                stdout,
+                console,
+                console_options,
+                added,
+                alarm,
                 fsync=fsync,
-                redactor=self._redactor,
                 vocabulary=vocab,
                 strict_fields=strict_fields,
-                alarm=alarm,
-                refused=self._refused,
             )
-            self._tracer = Tracer(self._writer.log_span, stats=self._span_stats)
-            self._install_writer()
-            previous = _last_run_start(self.path)
+            previous = _layout.last_attempt(self.path)[0]
             self.attempt = _attempt_of(previous) + 1
             self._file.end_torn_tail()
             config_dict = _kept_config(config_dict, previous)
@@ -156,29 +145,12 @@ class Run:
         except BaseException:
             self._release(failed_start=True)
             raise
-        if self._rank:
-            pass  # rank 0 speaks for the launch
-        elif self.attempt == 1 and self.name != asked:
-            hint = (
-                "; Run(..., resume='allow') would continue a finished run instead"
-                if self._new_because.endswith(" ended ok")
-                else ""
-            )
-            _say(
-                f"run {self._new_because} in {str(self.directory)!r}: this launch is "
-                f"a new run, {self.name!r} ({self.path}){hint}"
-            )
-        elif self.attempt > 1 and resume in ("auto", "allow"):
-            newest = "" if self.name == asked else f", the newest run launched as {asked!r},"
-            _say(
-                f"continuing run {self.name!r}{newest} in {str(self.directory)!r} as attempt "
-                f"{self.attempt}{_config_change(previous, config, config_dict, self._redactor)} "
-                "(Run(..., resume='never') refuses an existing log)"
-            )
+        # -- started: say so, then capture and watch
+        self._say_attempt(asked, resume, previous, config, config_dict)
         _lifecycle.register(self)
         self._capture.install()
         # its pretty console shows runlines' own warnings as lines: Python's warnings do not
-        self._console_warns = shown is not None and self._capture.settings.warnings
+        self._console_warns = pretty and self._capture.settings.warnings
         if self._console_warns:
             _warnings.shown_on_console(+1)
         if system_s is not None or stall_after_s is not None:
@@ -189,6 +161,71 @@ class Run:
                 log_fd=self._file.fd,
                 stacks_dir=self.artifacts_dir,
                 redact=None if self._redactor is None else self._redactor.redact_text,
+            )
+
+    def _build_writer(
+        self,
+        stdout: bool,
+        console: str,
+        console_options: ConsoleOptions,
+        added: tuple[_sinks._Guarded, ...],
+        alarm: _watching.NonfiniteAlarm | None,
+        *,
+        fsync: bool,
+        vocabulary: Vocabulary,
+        strict_fields: bool,
+    ) -> bool:
+        """Make the run's writer on its log file and sinks, and put it in front of log();
+        return whether the console shows pretty lines."""
+        self._stdout, pretty = _stdout_sinks(stdout, console, self._dist)
+        shown = None if pretty is None else console_options.make(pretty)
+        self._added = added
+        self._writer = _writer.Writer(
+            self.name,
+            self._rank,
+            file=self._file,
+            sinks=(self._file,)
+            + ((self._stdout,) if self._stdout is not None and shown is None else ())
+            + added,
+            console=shown,
+            fsync=fsync,
+            redactor=self._redactor,
+            vocabulary=vocabulary,
+            strict_fields=strict_fields,
+            alarm=alarm,
+            refused=self._refused,
+        )
+        self._tracer = Tracer(self._writer.log_span, stats=self._span_stats)
+        self._install_writer()
+        return shown is not None
+
+    def _say_attempt(
+        self,
+        asked: str,
+        resume: str,
+        previous: dict[str, Any] | None,
+        config: object,
+        config_dict: dict[str, Any] | None,
+    ) -> None:
+        """Say on stderr that this launch is a new run, or which attempt of a run it continues."""
+        if self._rank:
+            pass  # rank 0 speaks for the launch
+        elif self.attempt == 1 and self.name != asked:
+            hint = (
+                "; Run(..., resume='allow') would continue a finished run instead"
+                if self._log.new_because.endswith(" ended ok")
+                else ""
+            )
+            say(
+                f"run {self._log.new_because} in {str(self.directory)!r}: this launch is "
+                f"a new run, {self.name!r} ({self.path}){hint}"
+            )
+        elif self.attempt > 1 and resume in ("auto", "allow"):
+            newest = "" if self.name == asked else f", the newest run launched as {asked!r},"
+            say(
+                f"continuing run {self.name!r}{newest} in {str(self.directory)!r} as attempt "
+                f"{self.attempt}{_config_change(previous, config, config_dict, self._redactor)} "
+                "(Run(..., resume='never') refuses an existing log)"
             )
 
     # -- public API ---------------------------------------------------------------------------
@@ -361,131 +398,6 @@ class Run:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def _open_file(self, fsync: bool, resume: str) -> FileSink:
-        """Take the run's lock, then open its log: the lock file stays, whatever happens."""
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            msg = (
-                f"cannot create the run directory {str(self.directory)!r} ({err}); "
-                "pass a writable directory"
-            )
-            raise OSError(err.errno, msg) from err
-        if resume == "auto":
-            self._lock = self._claim_name()
-        else:
-            self._lock = self._acquire_lock()
-        try:
-            # Again under the lock: the log may have appeared while this call waited for it.
-            _check_resume(resume, self.name, self.directory, self.path)
-            return self._open_log(fsync)
-        except BaseException:
-            self._lock.release()
-            raise
-
-    def _open_log(self, fsync: bool) -> FileSink:
-        try:
-            return FileSink(self.path, fsync=fsync)
-        except OSError as err:
-            msg = (
-                f"cannot open the log file {str(self.path)!r} for writing ({err}); "
-                "pass a writable directory"
-            )
-            raise OSError(err.errno, msg) from err
-
-    def _check_not_open_here(self) -> None:
-        """Refuse a run that an open Run of this process writes (a notebook cell run twice)."""
-        for earlier in _lifecycle.open_runs():
-            path = getattr(earlier, "path", None)
-            if path is not None and os.path.abspath(path) == os.path.abspath(self.path):
-                msg = (
-                    f"run {self.name!r} in {str(self.directory)!r} is already open in this "
-                    f"process as {earlier!r}; call close() on that Run (or use 'with Run(...)') "
-                    "before opening it again"
-                )
-                raise RunLockedError(msg)
-
-    def _remove_phantom(self) -> None:
-        """After a failed start, under the lock: remove the log if this call created it empty.
-
-        Never the lock file: another process may have it open, waiting for the lock, and would
-        then hold a file that a third one, finding no file there, can create and lock too.
-        """
-        file = getattr(self, "_file", None)
-        if file is None or not file.created:
-            return
-        try:
-            if self.path.stat().st_size == 0:
-                self.path.unlink()
-        except OSError:
-            pass  # gone already, or not ours to remove
-
-    def _acquire_lock(self) -> Any:
-        from filelock import FileLock, Timeout
-
-        lock = FileLock(_layout.lock_path(self.path), timeout=_LOCK_WAIT_S)
-        try:
-            lock.acquire()
-        except Timeout:
-            holder = _last_run_start(self.path) or {}
-            who = f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}"
-            msg = (
-                f"run {self.name!r} in {str(self.directory)!r} is already being written by {who}; "
-                "wait for that process to end, or give this run another name"
-            )
-            raise RunLockedError(msg) from None
-        except OSError as err:
-            msg = f"cannot lock {str(self.path)!r} ({err}); pass a writable directory"
-            raise OSError(err.errno, msg) from err
-        return lock
-
-    def _claim_name(self) -> Any:
-        """Choose the run this launch writes (resume="auto"), take its lock and return it.
-
-        Rank 0 (or a process alone) chooses under the name lock, so that two launches never
-        take one name; a rank R > 0 joins the run its launch's rank 0 writes.
-        """
-        if self._rank:
-            chosen = _rank_zero_run(self.directory, self.name, self._dist)
-            if chosen is not None:
-                self._rename(chosen)
-                return self._acquire_lock()
-        lock = _try_lock(self.path)  # the usual case: a first run, or a restart of the name
-        if lock is not None:
-            start, end = _layout.last_attempt(self.path)
-            if start is None:
-                return lock
-            newer = _layout.log_path(self.directory, _layout.rerun_name(self.name, 2), self._rank)
-            if (end is None or end.get("status") != "ok") and not _has_records(newer):
-                return lock
-            lock.release()  # a rerun: the name lock decides which name it takes
-        from filelock import FileLock, Timeout
-
-        naming = FileLock(_layout.name_lock_path(self.directory, self.name), timeout=_NAME_WAIT_S)
-        try:
-            naming.acquire()
-        except Timeout:
-            msg = (
-                f"another launch of run {self.name!r} in {str(self.directory)!r} has been "
-                f"choosing its name for {_NAME_WAIT_S:g} s; try again, or give this run "
-                "another name"
-            )
-            raise RunLockedError(msg) from None
-        except OSError as err:
-            msg = f"cannot lock {str(self.directory)!r} ({err}); pass a writable directory"
-            raise OSError(err.errno, msg) from err
-        try:
-            chosen, lock, self._new_because = _choose_run(self.directory, self.name, self._rank)
-        finally:
-            naming.release()
-        self._rename(chosen)
-        return lock
-
-    def _rename(self, name: str) -> None:
-        """Write the run *name*: its log path follows."""
-        self.name = name
-        self.path = _context.log_path(self.directory, name, self._dist)
-
     def _write_start(self, config: dict[str, Any] | None, resume_step: int | None) -> None:
         fields: dict[str, Any] = {"id": self.id, "attempt": self.attempt}
         if resume_step is not None:
@@ -579,7 +491,7 @@ class Run:
         """
         if not self._past_stuck.acquire(blocking=False) or self._state is _State.CLOSED:
             return True  # another caller does it, or the end finished meanwhile
-        if not _ends_with_run_end(self.path, self.id):  # the stuck write may be run_end's own
+        if not self._log.ends_with_run_end(self.id):  # the stuck write may be run_end's own
             self._write_closing(status, details, 0, self._file.write, skip_busy=True)
         self._state = _State.CLOSED
         self._closed(compact=False)
@@ -652,11 +564,7 @@ class Run:
             sink.flush()
         for sink in self._all_sinks():
             sink.close()
-        if failed_start:
-            self._remove_phantom()  # closed first: a closing FileSink re-creates a deleted log
-        lock = getattr(self, "_lock", None)
-        if lock is not None:
-            lock.release()
+        self._log.release(failed_start=failed_start)  # its sink closed first
 
     def _all_sinks(self) -> tuple[FileSink | StdoutSink | _sinks._Guarded, ...]:
         sinks: list[FileSink | StdoutSink | _sinks._Guarded] = []
@@ -824,38 +732,6 @@ def _check_console(console: Any) -> None:
         raise ValueError(msg)
 
 
-def _check_resume(resume: Any, name: str, directory: Path, path: Path) -> None:
-    """Refuse an existing log with resume="never", a missing one with resume="must"."""
-    if resume not in ("auto", "allow", "never", "must"):
-        msg = f"resume must be 'auto', 'allow', 'never' or 'must', got {resume!r}"
-        raise ValueError(msg)
-    try:
-        exists = path.stat().st_size > 0
-    except OSError:
-        exists = False
-    where = f"run {name!r} in {str(directory)!r}"
-    if resume == "never" and exists:
-        msg = (
-            f"{where} exists already ({path}) and resume='never'; give this run another name, "
-            "or pass resume='auto' to continue it, or start the next free name after an ok end"
-        )
-        raise FileExistsError(msg)
-    if resume == "must" and not exists:
-        msg = (
-            f"{where} has no log to continue ({path} is missing) and resume='must'; check the "
-            "name and directory, or pass resume='auto' to start it"
-        )
-        raise FileNotFoundError(msg)
-
-
-def _say(message: str) -> None:
-    """Print one line for the user on stderr."""
-    try:
-        print(f"runlines: {message}", file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):
-        pass  # no stderr: the attempt number is in run_start anyway
-
-
 def _check_resume_step(resume_step: Any) -> None:
     if resume_step is not None and (
         not isinstance(resume_step, int) or isinstance(resume_step, bool) or resume_step < 0
@@ -910,150 +786,9 @@ def _stdout_sinks(
     return sink, (sink if pretty else None)
 
 
-def _last_run_start(path: Path) -> dict[str, Any] | None:
-    """Return the last run_start record of the log at *path*, or None."""
-    return _layout.last_attempt(path)[0]
-
-
-def _ends_with_run_end(path: Path, run_id: str) -> bool:
-    """Return whether the last whole line of the log at *path* is run_end of run *run_id*."""
-    import orjson  # loaded already by _load()
-
-    try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            tail = os.pread(file.fileno(), _END_TAIL_BYTES, max(0, size - _END_TAIL_BYTES))
-        record = orjson.loads(tail[: tail.rindex(b"\n")].rpartition(b"\n")[2])
-    except (OSError, ValueError):
-        return False
-    return (
-        isinstance(record, dict)
-        and record.get("event") == "run_end"
-        and (record.get("id") == run_id)
-    )
-
-
-_END_TAIL_BYTES: Final = 1 << 16  # run_end with its traceback (20,000 characters) fits
-
-
 def _attempt_of(record: dict[str, Any] | None) -> int:
     attempt = record.get("attempt") if record else 0
     return attempt if isinstance(attempt, int) and not isinstance(attempt, bool) else 0
-
-
-# -- resume="auto": a rerun is a new run, a restart continues (docs/run.md) ----------------------
-
-_NAME_WAIT_S: Final = 30.0  # another launch holds the name lock only while it chooses
-_RANK_WAIT_S: Final = 30.0  # a rank R > 0 waits this long for its rank 0 to open the run
-_RANK_POLL_S: Final = 0.02
-
-
-def _choose_run(directory: Path, name: str, rank: int | None) -> tuple[str, Any, str]:
-    """Return (the run a launch of *name* writes, its lock, held; why not the run before).
-
-    Called under the name lock. The runs launched as *name* are `name`, `name-2`, ...: the
-    newest one is continued when its last attempt did not end ok and nobody writes it; else
-    the launch takes the first free name after it. Only this function, under the name lock,
-    takes a name past *name*; *name* itself is also taken by `Run._claim_name` holding its
-    run lock, which this function must hold too to take it.
-    """
-    number, why = 1, ""
-    while True:
-        candidate = _layout.rerun_name(name, number)
-        path = _layout.log_path(directory, candidate, rank)
-        start, end = _layout.last_attempt(path)
-        newer = _layout.log_path(directory, _layout.rerun_name(name, number + 1), rank)
-        if start is not None and end is not None and end.get("status") == "ok":
-            why = f"{candidate!r} ended ok"
-        elif start is not None and _has_records(newer):
-            why = f"{candidate!r} was followed by a newer run"
-        else:  # a free name, or the newest run, which did not end ok: continued
-            lock = _try_lock(path)
-            if lock is not None:
-                return candidate, lock, why
-            why = f"{candidate!r} is being written by another process"
-        number += 1
-
-
-def _rank_zero_run(directory: Path, name: str, dist: _context.Distributed | None) -> str | None:
-    """Return the run that rank 0 of this launch writes, once it has opened it; None if it
-    has not within _RANK_WAIT_S (the rank then chooses from its own files).
-
-    Rank 0's run is the newest of `name`, `name-2`, ... whose rank 0 log a live process holds,
-    with an attempt of this world size that has not ended.
-    """
-    if not _has_records(_layout.log_path(directory, name)) and not _has_records(
-        _layout.log_path(directory, name, None if dist is None else dist.rank)
-    ):
-        return name  # the first launch of the name
-    world_size = None if dist is None else dist.world_size
-    # polls counted, not a clock read: a test's frozen clock must not make it wait forever
-    polls = int(_RANK_WAIT_S / _RANK_POLL_S)
-    wait = threading.Event()
-    while True:
-        found = None
-        number = 1
-        while True:
-            candidate = _layout.rerun_name(name, number)
-            path = _layout.log_path(directory, candidate)
-            if not _has_records(path):
-                break
-            start, end = _layout.last_attempt(path)
-            if (
-                start is not None
-                and end is None
-                and start.get("world_size") == world_size
-                and _is_held(path)
-            ):
-                found = candidate
-            number += 1
-        if found is not None:
-            return found
-        polls -= 1
-        if polls < 0:
-            _say(
-                f"rank 0 of run {name!r} in {str(directory)!r} did not open it within "
-                f"{_RANK_WAIT_S:g} s; this rank chooses from its own logs"
-            )
-            return None
-        wait.wait(_RANK_POLL_S)
-
-
-def _has_records(path: Path) -> bool:
-    try:
-        return path.stat().st_size > 0
-    except OSError:
-        return False
-
-
-def _try_lock(path: Path) -> Any:
-    """Return the run lock of the log at *path*, taken, or None when a live process holds it."""
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(_layout.lock_path(path), timeout=_LOCK_WAIT_S)
-    try:
-        lock.acquire()
-    except Timeout:
-        return None
-    except OSError as err:
-        msg = f"cannot lock {str(path)!r} ({err}); pass a writable directory"
-        raise OSError(err.errno, msg) from err
-    return lock
-
-
-def _is_held(path: Path) -> bool:
-    """Return whether a live process holds the run lock of the log at *path*."""
-    from filelock import FileLock, Timeout
-
-    probe = FileLock(_layout.lock_path(path), timeout=0)
-    try:
-        probe.acquire()
-    except Timeout:
-        return True
-    except OSError:
-        return False
-    probe.release()
-    return False
 
 
 def _kept_config(config: dict[str, Any] | None, previous: dict[str, Any] | None) -> Any:
@@ -1132,6 +867,7 @@ def _short(value: object) -> str:
 
 def _load() -> None:
     """Bind, once, the modules that only an open run uses (see _writer.load)."""
-    global _fields
+    global _fields, _logfile, _watching
     _writer.load()
+    from runlines import _logfile, _watching
     from runlines import fields as _fields

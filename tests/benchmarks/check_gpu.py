@@ -27,7 +27,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     args = parser.parse_args()
     started = time.perf_counter()
-    from runlines._system import load_nvml
+    from runlines._watching import load_nvml
 
     if load_nvml() is None:
         print("NVML did not start: is nvidia-ml-py installed, and is there a driver?")

@@ -17,10 +17,35 @@ from typing import Any, Final
 
 from runlines import fields as _f
 
-__all__ = ["SystemSampler", "describe_gpus", "gpus_in_use", "load_nvml"]
+__all__ = [
+    "DEFAULT_SYSTEM_S",
+    "SystemSampler",
+    "check_system",
+    "describe_gpus",
+    "gpus_in_use",
+    "load_nvml",
+    "start_nvml",
+]
 
 _NVML_MODULE: Final = "pynvml"  # the module nvidia-ml-py installs
 _NVML_TEMPERATURE_GPU: Final = 0
+DEFAULT_SYSTEM_S: Final = 10.0
+_MIN_SYSTEM_S: Final = 0.1
+
+
+def check_system(value: object) -> float | None:
+    """Return the seconds between `system` samples (None: off); raise on a bad value."""
+    if value is False or value is None:
+        return None
+    if value is True:
+        return DEFAULT_SYSTEM_S
+    if isinstance(value, (int, float)) and value >= _MIN_SYSTEM_S:
+        return float(value)
+    msg = (
+        f"system must be the seconds between samples (at least {_MIN_SYSTEM_S}), True "
+        f"({DEFAULT_SYSTEM_S}) or False (off); got {value!r}"
+    )
+    raise ValueError(msg)
 
 
 class _Nvml:
@@ -58,7 +83,7 @@ def load_nvml() -> Any:
     return _NVML.get()
 
 
-def _start_nvml(wait_s: float) -> Callable[[], Any]:
+def start_nvml(wait_s: float) -> Callable[[], Any]:
     """Start NVML on a thread (it can take a while on a host with many GPUs); return a call
     that waits for it until *wait_s* seconds from now, then returns the module or None."""
     import importlib.util
