@@ -19,9 +19,9 @@ from freezegun import freeze_time
 
 from _logs import T0, line, raw, refuse_to_open, train, write
 from _optional import skip_without
-from runlines import Run, cli
+from runlines import Run
 from runlines._version import __version__
-from runlines.cli import follow, main
+from runlines.cli import _tail, follow, main
 from runlines.cli._terminal import printable, printable_lines
 
 
@@ -664,7 +664,7 @@ class TestControlCharacters:
     ) -> None:
         log = write(run_dir / "f.jsonl", line("run_start", run="f"))
         appended = line(f"eval{self.CLIPBOARD}", run="f", split=self.TITLE)
-        monkeypatch.setattr(cli, "_sleep", _writer(log, [appended]))
+        monkeypatch.setattr(_tail, "_sleep", _writer(log, [appended]))
 
         assert main(["tail", "-f", "-n", "0", str(log)]) == 0
 
@@ -747,7 +747,7 @@ class TestTail:
             line("train_step", run="live", step=2, loss=0.25)[:20],
             line("train_step", run="live", step=2, loss=0.25)[20:],
         ]
-        monkeypatch.setattr(cli, "_sleep", _writer(log, appends))
+        monkeypatch.setattr(_tail, "_sleep", _writer(log, appends))
 
         assert main(["tail", "-f", "-n", "1", str(log)]) == 0
 
@@ -767,7 +767,7 @@ class TestTail:
     ) -> None:
         log = train(tmp_path / "exp1", "base", range(1, 3))
         monkeypatch.chdir(tmp_path)
-        monkeypatch.setattr(cli, "_sleep", _writer(log, [line("train_step", run="base", step=9)]))
+        monkeypatch.setattr(_tail, "_sleep", _writer(log, [line("train_step", run="base", step=9)]))
 
         assert main(["tail", "-f", "-n", "1", "base"]) == 0
         captured = capsys.readouterr()
@@ -786,7 +786,7 @@ class TestTail:
         out = io.StringIO()
         stops = iter([False] * 3)
         appends = [line("b", run="f"), line("a", run="f", n=2)]
-        monkeypatch.setattr(cli, "_sleep", _writer(log, appends, stop=False))
+        monkeypatch.setattr(_tail, "_sleep", _writer(log, appends, stop=False))
 
         follow(
             log,
@@ -821,7 +821,7 @@ class TestTail:
         os.mkfifo(tmp_path / "f.jsonl")
         os.mkfifo(tmp_path / "runs" / "g.jsonl")
         monkeypatch.chdir(tmp_path)
-        monkeypatch.setattr(cli, "_sleep", _writer(tmp_path / "unused.jsonl", []))  # a wait ends
+        monkeypatch.setattr(_tail, "_sleep", _writer(tmp_path / "unused.jsonl", []))  # a wait ends
 
         assert main(argv) == 1
 
@@ -836,7 +836,7 @@ class TestTail:
         log = write(run_dir / "r.jsonl", line("old", run="r"), line("old", run="r"))
         out = io.StringIO()
         stops = iter([False] * 2)
-        monkeypatch.setattr(cli, "_sleep", lambda _s: write(log, line("new", run="r")))
+        monkeypatch.setattr(_tail, "_sleep", lambda _s: write(log, line("new", run="r")))
 
         follow(log, out, offset=log.stat().st_size, should_stop=lambda: next(stops, True))
 
@@ -849,7 +849,7 @@ class TestTail:
         out = io.StringIO()
         stops = iter([False] * 2)
         rewrite = b"".join(line("new", run="r", n=n) for n in range(10, 15))
-        monkeypatch.setattr(cli, "_sleep", lambda _s: log.write_bytes(rewrite))
+        monkeypatch.setattr(_tail, "_sleep", lambda _s: log.write_bytes(rewrite))
 
         follow(log, out, offset=log.stat().st_size, should_stop=lambda: next(stops, True))
 
