@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-import runlines
 from _logs import refuse_to_open, train, write
 from runlines import Run
 from runlines.cli import main
@@ -81,7 +80,7 @@ class TestWhich:
         folder = tmp_path / "ckpt"
         folder.mkdir()
         (folder / "w.bin").write_bytes(b"weights")
-        with runlines.Run("r", tmp_path, stdout=False) as run:
+        with Run("r", tmp_path, stdout=False) as run:
             run.artifact("ckpt", path=folder, step=3)
 
         assert main(["which", "--json", str(folder)]) == 0
