@@ -19,7 +19,6 @@ from runlines.reading._rules import json_ready
 __all__ = [
     "AmbiguousRunError",
     "cell",
-    "counted",
     "duration",
     "logs_below",
     "plain",
@@ -203,11 +202,6 @@ def _is_numeric(text: str) -> bool:
     except ValueError:
         return text == "-"
     return True
-
-
-def counted(count: int, noun: str) -> str:
-    """Return ``1 run``, ``2 runs``, ``1,000 runs``."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def print_json(value: Any) -> None:

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from runlines.cli._common import counted
 from runlines.cli._compare import add_arguments, compare_table
 from runlines.cli._plotting import nonfinite_count, plot_metric, runs_and_events
 from runlines.cli._terminal import printable
@@ -26,11 +25,16 @@ def _plot(args: argparse.Namespace) -> int:
     table = compare_table(args)
     path = plot_metric(table, args.output, metric=args.metric, by=args.by)
     runs, events = (set(names) for names in runs_and_events(table.columns))
-    drawn = [counted(len(runs), "run")]
+    drawn = [_counted(len(runs), "run")]
     if len(events) > 1:  # a line style per event
-        drawn.append(counted(len(events), "event"))
+        drawn.append(_counted(len(events), "event"))
     marked = nonfinite_count(table)
     if marked:
-        drawn.append(f"{counted(marked, 'non-finite value')} marked at the edge")
+        drawn.append(f"{_counted(marked, 'non-finite value')} marked at the edge")
     print(printable(f"wrote {path} ({args.metric} by {args.by}, {', '.join(drawn)})"))
     return 0
+
+
+def _counted(count: int, noun: str) -> str:
+    """Return ``1 run``, ``2 runs``, ``1,000 runs``."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
