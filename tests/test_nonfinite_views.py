@@ -190,9 +190,9 @@ def test_query_table_prints_a_logged_nan_as_nan_and_sql_null_as_null(
 
 
 def test_the_shared_cell_format_tells_nan_from_no_value() -> None:
-    from runlines.cli import _value
+    from runlines.cli._common import cell
 
-    assert [_value(v) for v in (math.nan, math.inf, -math.inf, None, pd.NA)] == [
+    assert [cell(v) for v in (math.nan, math.inf, -math.inf, None, pd.NA)] == [
         "nan",
         "inf",
         "-inf",
@@ -207,13 +207,13 @@ class TestPlot:
         pytest.importorskip("matplotlib")
 
     def _axes(self, *logs: Path, **kwargs: Any) -> Any:
-        from runlines._plotting import draw_metric
+        from runlines.cli._plotting import draw_metric
 
         table = runlines.compare(*logs, metric="loss", **kwargs)
         return draw_metric(table, metric="loss").axes[0]
 
     def test_a_loss_gone_to_inf_is_marked_at_the_top_edge(self, tmp_path: Path) -> None:
-        from runlines._plotting import NONFINITE_GID
+        from runlines.cli._plotting import NONFINITE_GID
 
         axes = self._axes(_diverged(tmp_path))
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from runlines import Run
-from runlines.cli._scale import add_commands
+from runlines.cli._query import add_commands
 from runlines.errors import FieldError, ReadError, RunlinesWarning
 from runlines.reading import load
 from runlines.sql import QueryError, connect, export, load_duckdb, query
@@ -444,7 +444,7 @@ class TestCommands:
 
 
 def test_import_runlines_does_not_import_duckdb() -> None:
-    code = "import sys, runlines, runlines.sql, runlines.cli._scale; print('duckdb' in sys.modules)"
+    code = "import sys, runlines, runlines.sql, runlines.cli._query; print('duckdb' in sys.modules)"
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 

@@ -14,8 +14,8 @@ from filelock import FileLock
 
 import runlines
 from _logs import T0, line, write
-from runlines import ReadError, Run, RunlinesWarning, cli
-from runlines.cli import follow, main
+from runlines import ReadError, Run, RunlinesWarning
+from runlines.cli import _tail, follow, main
 from runlines.reading import LogFollower, lock_path
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
@@ -133,7 +133,7 @@ class TestFollowReplaced:
                 raise KeyboardInterrupt
             step()
 
-        monkeypatch.setattr(cli, "_sleep", fake_sleep)
+        monkeypatch.setattr(_tail, "_sleep", fake_sleep)
 
         assert main(["tail", "-f", str(log)]) == 0
 

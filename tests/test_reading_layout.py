@@ -31,7 +31,7 @@ def _module(path: Path) -> str:
 
 def _read_side() -> dict[str, set[str]]:
     files = [*(SRC / "reading").glob("*.py"), *(SRC / "cli").glob("*.py"), SRC / "_layout.py"]
-    files += [SRC / "sql.py", SRC / "spark.py", SRC / "_plotting.py"]
+    files += [SRC / "sql.py", SRC / "spark.py"]
     return {_module(f): _imports(f) for f in files}
 
 

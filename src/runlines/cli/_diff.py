@@ -7,6 +7,7 @@ import json
 import shlex
 from typing import Any
 
+from runlines.cli._common import print_json, resolve_run
 from runlines.cli._terminal import printable_lines
 from runlines.reading import RunDiff, diff
 from runlines.reading._diff import check_tolerance
@@ -43,11 +44,9 @@ def _tolerance(name: str) -> Any:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from runlines.cli import resolve_run
-
     found = diff(resolve_run(args.a), resolve_run(args.b), rtol=args.rtol, atol=args.atol)
     if args.json:
-        print(json.dumps(found.to_dict(), default=str, allow_nan=False))
+        print_json(found.to_dict())
     else:
         print(printable_lines(format_diff(found)))
     return 0

@@ -12,7 +12,7 @@ pytest.importorskip(
     "matplotlib", reason="matplotlib is not installed: pip install 'runlines[plot]'"
 )
 
-from runlines._plotting import draw_metric, plot_metric
+from runlines.cli._plotting import draw_metric, plot_metric
 
 
 @pytest.fixture(name="table")
@@ -71,7 +71,7 @@ def test_without_matplotlib_the_error_says_what_to_install(
 def test_importing_plotting_imports_no_matplotlib() -> None:
     import subprocess
 
-    code = "import runlines._plotting, sys; print('matplotlib' in sys.modules)"
+    code = "import runlines.cli._plotting, sys; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert done.stdout.strip() == "False"

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import runlines
 from _logs import T0, line, write
 from runlines.cli import main
 
@@ -68,3 +69,43 @@ def test_compare_json_names_infinity_and_a_missing_value_is_null(
         {"step": 1, "nan": 1.0, "other": "-Infinity"},
         {"step": 2, "nan": "Infinity", "other": None},
     ]
+
+
+def test_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = write(tmp_path / "r.jsonl", line("eval", run="r", step=1, loss=0.5))
+
+    sql = "SELECT run, loss FROM records WHERE event = 'eval'"
+    assert main(["query", "--json", sql, str(log)]) == 0
+
+    assert json.loads(capsys.readouterr().out) == [{"run": "r", "loss": 0.5}]
+
+
+def test_query_json_tells_a_logged_nan_from_a_missing_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with runlines.Run("r", tmp_path, stdout=False, system=False, on_nonfinite="ignore") as run:
+        run.log("eval", step=1, loss=float("nan"))
+        run.log("eval", step=2, loss=None)
+        run.log("eval", step=3, loss=float("-inf"), scores=[2.5, 1.0])
+        run.log("eval", step=4)
+
+    sql = "SELECT step, loss, scores FROM records WHERE event = 'eval' ORDER BY step"
+    assert main(["query", "--json", sql, str(run.path)]) == 0
+
+    assert json.loads(capsys.readouterr().out) == [
+        {"step": 1, "loss": "NaN", "scores": None},
+        {"step": 2, "loss": None, "scores": None},
+        {"step": 3, "loss": "-Infinity", "scores": [2.5, 1.0]},
+        {"step": 4, "loss": None, "scores": None},
+    ]
+
+
+def test_query_json_writes_times_as_iso_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = write(tmp_path / "r.jsonl", line("eval", run="r", step=1, loss=0.5))
+
+    sql = "SELECT to_timestamp(0) AS t, 1.5::DECIMAL(4, 2) AS d FROM records"
+    assert main(["query", "--json", sql, str(log)]) == 0
+
+    assert json.loads(capsys.readouterr().out) == [{"t": "1970-01-01T00:00:00+00:00", "d": 1.5}]

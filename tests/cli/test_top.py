@@ -27,7 +27,7 @@ from runlines.cli._top import LOCK_EVERY_S, SPARKS, Top, TopRow, Trend, render_f
 from runlines.errors import RunlinesWarning
 from runlines.reading import lock_path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2] / "src"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 

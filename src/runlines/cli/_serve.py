@@ -1,4 +1,4 @@
-"""The `runlines serve` command: parsed here, registered by runlines.cli."""
+"""The `runlines serve` command: the dashboard of runs in a browser (`runlines.serve`)."""
 
 from __future__ import annotations
 
