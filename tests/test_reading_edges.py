@@ -1,4 +1,4 @@
-"""Read-side defects of issue #13, each with the case that showed it."""
+"""The read side at its edges: FIFOs, live files, attempts, no extras, CLI hints, deep JSON."""
 
 from __future__ import annotations
 
@@ -255,7 +255,7 @@ class TestCliHints:
 
 
 class TestDeepLine:
-    """Item 17: a line nested too deep for load() is skipped, with a warning, by every engine."""
+    """A line nested too deep for load() is skipped, with a warning, by every engine."""
 
     def _log(self, tmp_path: Path) -> Path:
         deep = b"[" * 50_000 + b"]" * 50_000
