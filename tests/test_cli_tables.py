@@ -9,6 +9,7 @@ import pytest
 
 import runlines
 from _logs import T0, line, raw, write
+from _optional import needs
 from runlines.cli import main
 
 
@@ -229,6 +230,7 @@ def test_show_counts_what_load_counts(tmp_path: Path, capsys: pytest.CaptureFixt
     assert shown["superseded"] == {"train": 3}
 
 
+@needs("duckdb")
 def test_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = write(tmp_path / "r.jsonl", line("eval", run="r", step=1, loss=0.5))
 
@@ -238,6 +240,7 @@ def test_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out) == [{"run": "r", "loss": 0.5}]
 
 
+@needs("duckdb")
 def test_query_json_tells_a_logged_nan_from_a_missing_value(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -258,6 +261,7 @@ def test_query_json_tells_a_logged_nan_from_a_missing_value(
     ]
 
 
+@needs("duckdb")
 def test_query_json_writes_times_as_iso_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
