@@ -8,6 +8,7 @@ them here, in plain Python, as the reference the engines must match.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -562,7 +563,7 @@ def test_the_copy_is_written_without_importing_pandas(tmp_path: Path) -> None:
     assert done.stdout.strip() == "[]"
     assert sum(log.with_suffix(".parquet").exists() for log in logs) > len(HOSTILE) // 2
     for log in logs[-2:]:  # what the hostile logs read through copies is checked above
-        through_copy = _outcome(lambda log=log: runlines.load(log), tmp_path)
+        through_copy = _outcome(functools.partial(runlines.load, log), tmp_path)
         assert through_copy[0].shape[0] > 5
         _assert_same(through_copy[0], _jsonl_only(log, tmp_path)[0])
 
