@@ -1,7 +1,8 @@
-"""The heavy optional packages of some tests: without one, its tests skip and say so.
+"""The optional packages of some tests: without one, its tests skip and say so.
 
-The core suite runs without torch, PySpark, transformers, Lightning, Playwright and matplotlib
-(.ci/pythons.sh on a new Python, where some of them publish no wheel yet).
+The core suite runs with only the core and the `[pandas]` extra installed (.ci/run checks it in
+a second venv): without DuckDB, torch, PySpark, transformers, Lightning, Playwright or
+matplotlib, whose tests skip (on a new Python some of them publish no wheel yet).
 """
 
 from __future__ import annotations
@@ -11,10 +12,16 @@ import importlib.util
 import pytest
 
 
+def _reason(name: str) -> str:
+    return f"{name} is not installed (it may publish no wheel for this Python): pip install {name}"
+
+
 def skip_without(name: str) -> None:
     """Skip the calling test (or module) when package *name* is not installed."""
     if importlib.util.find_spec(name) is None:
-        reason = (
-            f"{name} is not installed (it may publish no wheel for this Python): pip install {name}"
-        )
-        pytest.skip(reason, allow_module_level=True)
+        pytest.skip(_reason(name), allow_module_level=True)
+
+
+def needs(name: str) -> pytest.MarkDecorator:
+    """Mark a test, a class or a parametrized case to skip when package *name* is not installed."""
+    return pytest.mark.skipif(importlib.util.find_spec(name) is None, reason=_reason(name))

@@ -17,8 +17,8 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # Pages whose example run logs a NaN or an infinity on purpose: a user who copies it sees the
 # warning that says so, and so does the test.
 LOGS_NONFINITE = frozenset({"reading.md", "scale.md"})
-# Pages whose examples train with a framework.
-NEEDS = {"integrations.md": ("torch", "transformers")}
+# Pages whose examples need an optional package: they train with a framework, or query with SQL.
+NEEDS = {"integrations.md": ("torch", "transformers"), "scale.md": ("duckdb",)}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])

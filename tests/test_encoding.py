@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import importlib
 import json
 import math
 import shutil
@@ -18,6 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from _optional import skip_without
 from runlines import FieldError, Run, RunlinesWarning
 from runlines._encoding import (
     MAX_INLINE_ITEMS,
@@ -26,8 +28,6 @@ from runlines._encoding import (
     format_console,
     restore_nonfinite,
 )
-
-NO_TORCH = "torch is not installed (no wheel for this Python?): pip install torch"
 
 
 def strict_loads(line: bytes) -> Any:
@@ -116,7 +116,9 @@ def test_numpy_scalars_and_small_arrays_encode_as_numbers() -> None:
 
 
 def test_torch_tensors_encode_as_numbers() -> None:
-    torch = pytest.importorskip("torch", reason=NO_TORCH)
+    skip_without("torch")
+    import torch
+
     record = {
         "loss": torch.tensor(0.25),
         "vec": torch.tensor([1.0, 2.0]),
@@ -131,8 +133,9 @@ def test_torch_tensors_encode_as_numbers() -> None:
 
 @pytest.mark.parametrize("library", ["numpy", "torch"])
 def test_large_array_is_refused_pointing_to_artifact(library: str) -> None:
-    zeros = np.zeros if library == "numpy" else pytest.importorskip("torch", reason=NO_TORCH).zeros
-    value = zeros(MAX_INLINE_ITEMS + 1)
+    if library == "torch":
+        skip_without("torch")
+    value = importlib.import_module(library).zeros(MAX_INLINE_ITEMS + 1)
 
     with pytest.raises(FieldError, match=r"too large to log inline.*run\.artifact"):
         encode_line({"event": "x", "preds": value})
@@ -287,7 +290,9 @@ def test_console_line_shortens_long_values() -> None:
 def test_torch_devices_and_dtypes_are_written_as_their_str_without_a_warning(
     run_dir: Path, pure: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    torch = pytest.importorskip("torch", reason=NO_TORCH)
+    skip_without("torch")
+    import torch
+
     if pure:
         monkeypatch.setattr("runlines._writer._CWriter", None)
     config = {"device": torch.device("cpu"), "dtype": torch.bfloat16, "np": np.dtype("int8")}

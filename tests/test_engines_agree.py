@@ -8,6 +8,7 @@ them here, in plain Python, as the reference the engines must match.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).parent / "reliability"))  # the reliabilit
 from _reliability import examples
 from test_hostile_logs import HOSTILE, _json_values
 
-from _optional import skip_without
+from _optional import needs, skip_without
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:.*skipped .* not a complete JSON object:runlines.RunlinesWarning",
@@ -162,12 +163,14 @@ def test_load_reads_the_reference_records(logs: Path) -> None:
     assert {"exp1/baseline", "exp2/baseline", "dist"} == set(frame["run"])
 
 
+@needs("duckdb")
 def test_load_through_duckdb_reads_the_reference_records(logs: Path) -> None:
     frame = runlines.load(*_sources(logs), engine="duckdb")
 
     assert sorted((_key(r) for r in frame.to_dict("records")), key=repr) == _reference(logs)
 
 
+@needs("duckdb")
 def test_query_reads_the_reference_records(logs: Path) -> None:
     frame = runlines.query("SELECT * FROM records", *_sources(logs))
 
@@ -307,7 +310,9 @@ def _trees(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     return state, plain, copied
 
 
-@pytest.mark.parametrize("reader", list(READERS))
+@pytest.mark.parametrize(
+    "reader", [pytest.param(r, marks=[] if r == "load" else needs("duckdb")) for r in READERS]
+)
 def test_each_engine_reads_the_same_through_copies(trees: Any, reader: str) -> None:
     state, plain, copied = trees
     read = READERS[reader]
@@ -340,6 +345,7 @@ def _views_of(con: Any) -> str:
     return "\n".join(sql for (sql,) in rows)
 
 
+@needs("duckdb")
 def test_the_view_reads_each_copy_and_not_the_jsonl_it_covers(tmp_path: Path) -> None:
     root = _with_state(tmp_path, "fresh", copies=True)
 
@@ -351,6 +357,7 @@ def test_the_view_reads_each_copy_and_not_the_jsonl_it_covers(tmp_path: Path) ->
     assert "read_json(" not in sql
 
 
+@needs("duckdb")
 def test_the_view_reads_only_the_tail_after_a_copy(tmp_path: Path) -> None:
     root = _with_state(tmp_path, "tail", copies=True)
 
@@ -362,6 +369,7 @@ def test_the_view_reads_only_the_tail_after_a_copy(tmp_path: Path) -> None:
     assert not read & {str(path) for path in root.glob("exp*/*.jsonl")}
 
 
+@needs("duckdb")
 def test_a_connection_removes_the_tails_it_wrote_when_it_goes(tmp_path: Path) -> None:
     root = _with_state(tmp_path, "tail", copies=True)
     con = runlines.sql.connect(*_sources(root))
@@ -376,6 +384,7 @@ def test_a_connection_removes_the_tails_it_wrote_when_it_goes(tmp_path: Path) ->
     assert not any(path.exists() for path in tails)
 
 
+@needs("duckdb")
 def test_a_nested_non_finite_float_comes_back_from_a_copy_as_load_reads_it(tmp_path: Path) -> None:
     log = write(
         tmp_path / "e.jsonl",
@@ -427,6 +436,7 @@ def _check_through_a_copy(path: Path, reader: str, *, ints_as_floats: bool = Fal
     assert said == said_too
 
 
+@needs("duckdb")
 @pytest.mark.parametrize(("name", "reader"), _hostile_cases())
 def test_a_hostile_log_reads_the_same_through_its_copy(
     tmp_path: Path, name: str, reader: str
@@ -456,6 +466,7 @@ _records = st.fixed_dictionaries(
 )
 
 
+@needs("duckdb")
 @settings(
     max_examples=examples(25, 400),
     deadline=None,
@@ -508,6 +519,7 @@ def test_spark_reads_each_copy_and_only_the_tail_after_it(spark: Any, tmp_path: 
     assert not [f for f in files if f.startswith(str(root)) and f.endswith(".jsonl")]
 
 
+@needs("duckdb")
 @pytest.mark.parametrize("reader", ["query", "load_duckdb"])
 def test_a_stale_copy_is_reported_at_the_callers_line(tmp_path: Path, reader: str) -> None:
     root = _with_state(tmp_path, "stale", copies=True)
@@ -551,7 +563,7 @@ def test_the_copy_is_written_without_importing_pandas(tmp_path: Path) -> None:
     assert done.stdout.strip() == "[]"
     assert sum(log.with_suffix(".parquet").exists() for log in logs) > len(HOSTILE) // 2
     for log in logs[-2:]:  # what the hostile logs read through copies is checked above
-        through_copy = _outcome(lambda log=log: runlines.load(log), tmp_path)
+        through_copy = _outcome(functools.partial(runlines.load, log), tmp_path)
         assert through_copy[0].shape[0] > 5
         _assert_same(through_copy[0], _jsonl_only(log, tmp_path)[0])
 

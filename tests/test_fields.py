@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import importlib.util
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,11 +28,24 @@ from runlines.fields import (
     drift_message,
     json_kind,
     load_vocabulary,
-    render_markdown,
     type_drift_message,
 )
 
-DOCS_FIELDS = Path(__file__).resolve().parent.parent / "docs" / "fields.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS_FIELDS = DOCS / "fields.md"
+
+
+def _page_script() -> Any:
+    """docs/fields_page.py, the script that writes docs/fields.md, as a module."""
+    spec = importlib.util.spec_from_file_location("fields_page", DOCS / "fields_page.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fields_page = _page_script()
 
 REQUIRED_FIELDS = [
     *("ts", "event", "run", "rank", "epoch", "step", "loss", "lr", "split", "duration_s", "n"),
@@ -418,17 +434,16 @@ class TestMessages:
         assert "it was an array, now it is an object" in type_drift_message("x", "array", "object")
 
 
-class TestMarkdown:
-    def test_docs_fields_md_is_render_markdown(self) -> None:
+class TestFieldsPage:
+    def test_docs_fields_md_is_what_the_script_writes(self) -> None:
         written = DOCS_FIELDS.read_text(encoding="utf-8")
 
-        assert written == render_markdown(), (
-            "docs/fields.md is out of date; regenerate it with "
-            "`python -m runlines.fields > docs/fields.md`"
+        assert written == fields_page.render(), (
+            "docs/fields.md is out of date; regenerate it with `python docs/fields_page.py`"
         )
 
     def test_lists_every_field_and_alias(self) -> None:
-        text = render_markdown()
+        text = fields_page.render()
 
         assert all(f"| `{name}` | {f.type} |" in text for name, f in STANDARD_FIELDS.items())
         assert all(f"| `{a}` | `{g}` |" in text for a, g in STANDARD_ALIASES.items())
@@ -439,17 +454,17 @@ class TestMarkdown:
             aliases={"tok": "tokens_seen"},
         )
 
-        text = render_markdown(vocab)
+        text = fields_page.render(vocab)
 
         assert "| `tokens_seen` | integer | tokens \\| consumed |" in text
         assert "| `tok` | `tokens_seen` |" in text
 
-    def test_module_main_prints_the_markdown(self) -> None:
-        result = subprocess.run(
-            [sys.executable, "-m", "runlines.fields"], capture_output=True, text=True, check=True
-        )
+    def test_the_script_writes_the_page_next_to_itself(self, tmp_path: Path) -> None:
+        script = shutil.copy(DOCS / "fields_page.py", tmp_path / "fields_page.py")
 
-        assert result.stdout == render_markdown()
+        subprocess.run([sys.executable, script], check=True)
+
+        assert (tmp_path / "fields.md").read_text(encoding="utf-8") == fields_page.render()
 
 
 @given(st.from_regex(r"[A-Za-z][A-Za-z0-9_-]{0,20}", fullmatch=True))

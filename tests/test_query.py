@@ -17,6 +17,7 @@ import orjson
 import pandas as pd
 import pytest
 
+from _optional import needs
 from runlines import Run
 from runlines.cli._query import add_commands
 from runlines.errors import FieldError, ReadError, RunlinesWarning
@@ -71,6 +72,7 @@ def _load(*sources: Path, **options: Any) -> pd.DataFrame:
         return load(*sources, **options)
 
 
+@needs("duckdb")
 class TestQuery:
     def test_mean_loss_per_run_and_epoch(self, runs: Path) -> None:
         result = query(MEAN_LOSS, runs)
@@ -238,6 +240,7 @@ class TestQuery:
         assert Path(folder).parent == Path(tempfile.gettempdir())
 
 
+@needs("duckdb")
 class TestAttemptsInFileOrder:
     """Attempts come from where run_start records are in a file, read by several threads."""
 
@@ -269,6 +272,7 @@ class TestAttemptsInFileOrder:
         assert wrong == 0
 
 
+@needs("duckdb")
 class TestLoadDuckdb:
     @pytest.mark.parametrize(
         "options",
@@ -302,6 +306,7 @@ class TestLoadDuckdb:
             load_duckdb(runs, columns=["los"])
 
 
+@needs("duckdb")
 class TestExport:
     def test_one_parquet_file_reads_back_with_pandas(self, runs: Path, tmp_path: Path) -> None:
         columns = ["run", "rank", "attempt", "ts", "event", "step", "loss", "grad_norm", "text"]
@@ -345,6 +350,7 @@ def _cli(*argv: str) -> int:
 
 
 class TestCommands:
+    @needs("duckdb")
     def test_query_prints_an_aligned_table(
         self, runs: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -366,6 +372,7 @@ class TestCommands:
         ]
         assert len({len(line) for line in lines}) == 1
 
+    @needs("duckdb")
     def test_query_escapes_control_characters_of_names_and_values(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -382,6 +389,7 @@ class TestCommands:
         assert lines[0].split() == ["event", "text", "n\\x1b[2J"]
         assert lines[1].split() == ["note\\x1b]0;t\\x07", "\\x1b[2Jx\\u202e", "1"]
 
+    @needs("duckdb")
     @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
     def test_query_writes_csv_or_parquet(self, runs: Path, tmp_path: Path, suffix: str) -> None:
         out = tmp_path / f"losses{suffix}"
@@ -392,6 +400,7 @@ class TestCommands:
         assert frame.columns.tolist() == ["run", "epoch", "loss"]
         assert len(frame) == len(query(MEAN_LOSS, runs))
 
+    @needs("duckdb")
     def test_export_writes_parquet(
         self, runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -400,6 +409,7 @@ class TestCommands:
         assert capsys.readouterr().out.strip() == f"wrote {tmp_path / 'all.parquet'}"
         assert len(pd.read_parquet(tmp_path / "all.parquet")) == 30
 
+    @needs("duckdb")
     def test_export_partitioned_by_run(self, runs: Path, tmp_path: Path) -> None:
         assert _cli("export", str(runs), "-o", str(tmp_path / "p"), "--partition-by-run") == 0
 
@@ -414,6 +424,7 @@ class TestCommands:
         ],
         ids=["bad-sql", "bad-suffix", "missing-source"],
     )
+    @needs("duckdb")
     def test_errors_are_one_line_without_traceback(
         self,
         runs: Path,

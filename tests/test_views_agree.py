@@ -29,6 +29,7 @@ from typing import Any, Final
 import pytest
 
 from _awkward import CASES, Truth, direction, truth, write_cases
+from _optional import skip_without
 from runlines import runs
 from runlines.cli import main
 from runlines.cli._top import Top
@@ -265,6 +266,7 @@ def _compare_json(folder: Path, shared: Shared) -> Seen:
 
 @view("query --json", "last", "best", "nonfinite")
 def _query_json(folder: Path, shared: Shared) -> Seen:
+    skip_without("duckdb")
     ranked = any(folder.glob("*.rank*.jsonl"))
 
     def steps(event: str, field: str, key: str) -> dict[str, dict[float, Any]]:

@@ -11,6 +11,7 @@ import pytest
 
 import runlines
 from _logs import T0, line, write
+from _optional import needs
 from runlines.cli import main
 
 
@@ -71,6 +72,7 @@ def test_compare_json_names_infinity_and_a_missing_value_is_null(
     ]
 
 
+@needs("duckdb")
 def test_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     log = write(tmp_path / "r.jsonl", line("eval", run="r", step=1, loss=0.5))
 
@@ -80,6 +82,7 @@ def test_query_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out) == [{"run": "r", "loss": 0.5}]
 
 
+@needs("duckdb")
 def test_query_json_tells_a_logged_nan_from_a_missing_value(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -100,6 +103,7 @@ def test_query_json_tells_a_logged_nan_from_a_missing_value(
     ]
 
 
+@needs("duckdb")
 def test_query_json_writes_times_as_iso_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

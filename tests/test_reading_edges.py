@@ -1,4 +1,4 @@
-"""Read-side defects of issue #13, each with the case that showed it."""
+"""The read side at its edges: FIFOs, live files, attempts, no extras, CLI hints, deep JSON."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from filelock import FileLock
 
 import runlines
 from _logs import T0, line, write
+from _optional import needs
 from runlines import ReadError, Run, RunlinesWarning
 from runlines.cli import _tail, follow, main
 from runlines.reading import LogFollower, lock_path
@@ -36,8 +37,13 @@ class TestFifo:
         [
             runlines.load,
             lambda p: list(runlines.iter_events(p)),
-            lambda p: runlines.query("SELECT * FROM records", p),
-            lambda p: runlines.export(p, output=p.with_name("out.parquet")),
+            pytest.param(
+                lambda p: runlines.query("SELECT * FROM records", p), marks=needs("duckdb")
+            ),
+            pytest.param(
+                lambda p: runlines.export(p, output=p.with_name("out.parquet")),
+                marks=needs("duckdb"),
+            ),
         ],
         ids=["load", "iter_events", "query", "export"],
     )
@@ -45,6 +51,7 @@ class TestFifo:
         with pytest.raises(ReadError, match="FIFO, not a regular file"):
             read(fifo)  # type: ignore[operator]
 
+    @needs("duckdb")
     @pytest.mark.parametrize("command", ["query", "export"])
     def test_the_cli_refuses_a_fifo(
         self, fifo: Path, command: str, capsys: pytest.CaptureFixture[str]
@@ -255,7 +262,7 @@ class TestCliHints:
 
 
 class TestDeepLine:
-    """Item 17: a line nested too deep for load() is skipped, with a warning, by every engine."""
+    """A line nested too deep for load() is skipped, with a warning, by every engine."""
 
     def _log(self, tmp_path: Path) -> Path:
         deep = b"[" * 50_000 + b"]" * 50_000
@@ -269,6 +276,7 @@ class TestDeepLine:
             line("train", run="d", ts=T0 + 3, step=4, loss=0.25),
         )
 
+    @needs("duckdb")
     def test_query_reads_the_records_load_reads(self, tmp_path: Path) -> None:
         log = self._log(tmp_path)
         with pytest.warns(RunlinesWarning, match="not a complete JSON object"):
@@ -280,6 +288,7 @@ class TestDeepLine:
         assert got == expected == [1, 4]
         assert w[0].filename == __file__
 
+    @needs("duckdb")
     def test_load_through_duckdb_and_export_skip_them_too(self, tmp_path: Path) -> None:
         import pyarrow.parquet as pq
 

@@ -43,13 +43,6 @@ def both_frames(path: Path, **kwargs: Any) -> tuple[pd.DataFrame, pd.DataFrame, 
     return plain, copied, said
 
 
-def test_no_parser_of_our_own_is_built() -> None:
-    import runlines._native as native
-
-    assert not hasattr(native, "readfast")
-    assert not list(Path(runlines.__file__).parent.glob("_readfast*"))
-
-
 # --- the same frame either way ----------------------------------------------------------------
 
 _KEYS = st.sampled_from(["step", "loss", "name", "ok", "note", "é", "a\\b", 'q"'])
