@@ -274,7 +274,7 @@ class TestCommandLine:
         """Write a run of one attempt per argv (None: an attempt that recorded none)."""
         records = []
         for attempt, argv in enumerate(argvs, start=1):
-            start = {} if argv is None else {"argv": argv}
+            start: dict[str, Any] = {} if argv is None else {"argv": argv}
             records.append(line("run_start", run=path.stem, attempt=attempt, **start))
             records.append(line("train_step", run=path.stem, step=attempt, loss=1.0))
         return write(path, *records)

@@ -698,7 +698,7 @@ class TestVerifiedLogs:
             read.append(len(data))
             return data
 
-        monkeypatch.setattr(parquet.os, "pread", counted)
+        monkeypatch.setattr(os, "pread", counted)  # the module's os is this one
         return read
 
     def test_a_touched_log_is_hashed_whole_once(

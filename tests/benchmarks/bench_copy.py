@@ -52,24 +52,27 @@ def write_logs(folder: Path, records: int, wide_records: int) -> dict[str, Path]
     rng = random.Random(0)
     # a config, as a job has: pyarrow cannot write the empty struct of `config={}` (the floor)
     config = {"lr": 3e-4, "batch_size": 256, "model": {"layers": 12, "width": 768}}
-    options = {"config": config, "stdout": False, "compact": False, "system": False}
-    with Run("numeric", folder, **options) as run:
+
+    def run(name: str) -> Run:
+        return Run(name, folder, config=config, stdout=False, compact=False, system=False)
+
+    with run("numeric") as log:
         for step in range(records):
             loss = 2.0 / (1 + step / 1000) + rng.gauss(0, 0.01)
             lr = 3e-4 * min(1.0, step / 1000) * (1 - step / records)
-            run.log("train_step", epoch=step // 1000, step=step, loss=loss, lr=lr,
+            log.log("train_step", epoch=step // 1000, step=step, loss=loss, lr=lr,
                     grad_norm=abs(rng.gauss(1, 0.2)))  # fmt: skip
     phases = ("warmup", "train", "cooldown")
-    with Run("strings", folder, **options) as run:
+    with run("strings") as log:
         for step in range(records):
-            run.log("train_step", step=step, loss=rng.random(), phase=phases[step * 3 // records],
+            log.log("train_step", step=step, loss=rng.random(), phase=phases[step * 3 // records],
                     tag=f"shard-{step % 64:02d}", split="train")  # fmt: skip
-    with Run("wide", folder, **options) as run:
+    with run("wide") as log:
         for step in range(wide_records):
             fields = {
                 f"m{k:02d}": rng.random() if k % 2 else 1.0 / (step + k + 1) for k in range(18)
             }
-            run.log("train_step", step=step, epoch=step // 10_000, **fields)
+            log.log("train_step", step=step, epoch=step // 10_000, **fields)
     return {name: folder / f"{name}.jsonl" for name in ("numeric", "strings", "wide")}
 
 

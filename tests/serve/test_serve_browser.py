@@ -406,7 +406,7 @@ def test_a_run_that_starts_while_the_page_is_open_is_drawn_while_following(
 
 def _page_table(page: Any) -> dict[str, dict[str, str]]:
     """Return the run table as the page shows it: run -> column -> the cell's text."""
-    return page.evaluate(
+    table: dict[str, dict[str, str]] = page.evaluate(
         """() => {
           const columns = document.getElementById("runs").dataset.columns.split("|");
           const rows = {};
@@ -418,6 +418,7 @@ def _page_table(page: Any) -> dict[str, dict[str, str]]:
           return rows;
         }"""
     )
+    return table
 
 
 def _as_shown(value: Any) -> str:
