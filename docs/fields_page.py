@@ -13,27 +13,13 @@ from pathlib import Path
 PAGE = Path(__file__).resolve().parent / "fields.md"
 sys.path.insert(0, str(PAGE.parent.parent / "src"))
 
-from runlines.fields import Vocabulary, drift_message  # noqa: E402
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+from runlines.fields import Vocabulary, drift_message, render_markdown  # noqa: E402
 
 
 def render(vocabulary: Vocabulary | None = None) -> str:
     """Return docs/fields.md for *vocabulary* (the standard one by default)."""
-    vocab = Vocabulary() if vocabulary is None else vocabulary
-    field_rows = [
-        f"| `{f.name}` | {f.type} | {_cell(f.description)} |" for f in vocab.fields.values()
-    ]
-    order = {name: index for index, name in enumerate(vocab.fields)}
-    by_field = sorted(vocab.aliases.items(), key=lambda item: (order[item[1]], item[0]))
-    alias_rows = [f"| `{alias}` | `{agreed}` |" for alias, agreed in by_field]
-    return _PAGE.format(
-        fields="\n".join(field_rows),
-        aliases="\n".join(alias_rows),
-        example=drift_message("iteration", "step"),
-    )
+    fields, aliases = render_markdown(vocabulary).split("\n\n")
+    return _PAGE.format(fields=fields, aliases=aliases, example=drift_message("iteration", "step"))
 
 
 _PAGE = """\
@@ -49,8 +35,6 @@ meaning, and the known aliases that drift from them.
 
 ## Agreed names
 
-| name | type | meaning |
-|---|---|---|
 {fields}
 
 `ts`, `event`, `run`, `rank` and `_nonfinite` are written by runlines: a field of that name is
@@ -66,8 +50,6 @@ Logging a field under an alias warns once per run and name with a
 {example}
 ```
 
-| alias | agreed name |
-|---|---|
 {aliases}
 
 Other spellings of an alias or of an agreed name drift too: their camelCase, PascalCase,

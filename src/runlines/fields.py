@@ -55,6 +55,7 @@ __all__ = [
     "drift_message",
     "json_kind",
     "load_vocabulary",
+    "render_markdown",
     "type_drift_message",
 ]
 
@@ -608,3 +609,20 @@ def type_drift_message(field: str, was: str, now: str) -> str:
         f"now it is {_with_article(now)}; log one type per field (convert the value, or log "
         "the new meaning under another name)"
     )
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(vocabulary: Vocabulary | None = None) -> str:
+    """Return the agreed names and their aliases as two Markdown tables, a blank line between
+    them: the tables of docs/fields.md (docs/fields_page.py writes the page around them)."""
+    vocab = Vocabulary() if vocabulary is None else vocabulary
+    fields = ["| name | type | meaning |", "|---|---|---|"]
+    fields += [f"| `{f.name}` | {f.type} | {_cell(f.description)} |" for f in vocab.fields.values()]
+    order = {name: index for index, name in enumerate(vocab.fields)}
+    by_field = sorted(vocab.aliases.items(), key=lambda item: (order[item[1]], item[0]))
+    aliases = ["| alias | agreed name |", "|---|---|"]
+    aliases += [f"| `{alias}` | `{agreed}` |" for alias, agreed in by_field]
+    return "\n".join(fields) + "\n\n" + "\n".join(aliases)
