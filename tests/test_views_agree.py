@@ -32,7 +32,7 @@ from _awkward import CASES, Truth, direction, truth, write_cases
 from runlines import runs
 from runlines.cli import main
 from runlines.cli._top import Top
-from runlines.serve import Server
+from runlines.dashboard import Server
 
 # --- what a view states ----------------------------------------------------------------------
 

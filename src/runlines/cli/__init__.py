@@ -37,7 +37,7 @@ COMMAND_GROUPS: list[str] = [
     "runlines.cli._diff",
     "runlines.cli._top",
     "runlines.cli._compact",
-    "runlines.serve._cli",
+    "runlines.cli._serve",
 ]
 _RUNS_DIR: Final = "runs"  # a bare run name not found here is looked up in runs/ too
 _CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config

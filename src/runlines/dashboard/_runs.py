@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from runlines.dashboard._history import History, read_history
+from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
 from runlines.reading._follow import LogFollower
@@ -23,8 +25,6 @@ from runlines.reading._rules import (
     is_metric_event,
 )
 from runlines.reading._summary import RunSummary, flatten
-from runlines.serve._copy import History, read_history
-from runlines.serve._series import NUMERIC, Series, as_float
 
 NOT_SERIES: Final = BOOKKEEPING  # the one list of what is no metric, as runs() and top use
 _ENV_FIELDS: Final = (

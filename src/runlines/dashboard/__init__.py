@@ -9,12 +9,10 @@ Importing this package is light: the HTTP server is imported on first use.
 from __future__ import annotations
 
 import os
-import sys as _sys
-import types
 import typing
 
 if typing.TYPE_CHECKING:
-    from runlines.serve._server import Server
+    from runlines.dashboard._server import Server
 
 __all__ = ["Server", "serve"]
 
@@ -30,35 +28,15 @@ def serve(
     Binds 127.0.0.1 by default. Any other host prints a warning and requires the token that the
     printed URL carries.
     """
-    from runlines.serve._server import serve_until_interrupted
+    from runlines.dashboard._server import serve_until_interrupted
 
     serve_until_interrupted(*sources, host=host, port=port, open_browser=open_browser)
 
 
 def __getattr__(name: str) -> typing.Any:
     if name == "Server":
-        from runlines.serve._server import Server
+        from runlines.dashboard._server import Server
 
         return Server
-    msg = f"module 'runlines.serve' has no attribute {name!r}"
+    msg = f"module 'runlines.dashboard' has no attribute {name!r}"
     raise AttributeError(msg)
-
-
-class _CallableModule(types.ModuleType):
-    """This package, callable like `serve()`.
-
-    Importing `runlines.serve` binds the package, not the function, to the name `serve` of
-    `runlines`; so that `runlines.serve(...)` works either way, the package calls `serve`.
-    """
-
-    def __call__(
-        self,
-        *sources: str | os.PathLike[str],
-        host: str = "127.0.0.1",
-        port: int = 8000,
-        open_browser: bool = False,
-    ) -> None:
-        serve(*sources, host=host, port=port, open_browser=open_browser)
-
-
-_sys.modules[__name__].__class__ = _CallableModule
