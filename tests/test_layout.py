@@ -186,3 +186,17 @@ def test_the_check_sees_imports_in_functions_by_name_and_relative(tmp_path: Path
         "pkg.sub.c": {"pkg"},
     }
     assert cycles(graph) == [["pkg", "pkg.sub.b", "pkg.sub.c"]]
+
+
+def test_no_module_swaps_its_class() -> None:
+    """A module stays a module: `runlines.serve` is a function, not a callable package."""
+    swaps = [
+        f"{path.relative_to(SRC)}:{node.lineno}"
+        for path in sorted(SRC.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr == "__class__"
+        and isinstance(node.ctx, ast.Store)
+    ]
+
+    assert swaps == []

@@ -697,6 +697,7 @@ class TestPackage:
 
         assert serve is runlines.serve is runlines.dashboard.serve
         assert isinstance(serve, types.FunctionType)
+        assert type(runlines.dashboard) is types.ModuleType  # no module swaps its class
 
         def interrupt(self: Server) -> None:
             raise KeyboardInterrupt

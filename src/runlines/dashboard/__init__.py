@@ -1,9 +1,10 @@
-"""`runlines serve`: a local, read-only dashboard over run logs, live as they grow.
+"""The dashboard of `runlines serve`: a local, read-only view of run logs, live as they grow.
 
 The server follows each log by byte offset, so that a poll reads only what was appended, and
 keeps each (event, field) series downsampled to its buckets' minima and maxima. The page is
 static HTML with a vendored uPlot; its JSON endpoints are documented in docs/dashboard.md.
-Importing this package is light: the HTTP server is imported on first use.
+`serve` is `runlines.serve`. Importing this package is light: the HTTP server is imported on
+first use.
 """
 
 from __future__ import annotations
