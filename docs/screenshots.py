@@ -3,7 +3,7 @@
     python docs/screenshots.py          # needs playwright and Debian's chromium
 
 It writes a sweep of runs to a temporary folder (one with a NaN loss, one that failed and was
-resumed, and is still running), serves it with `runlines.serve.Server`, and saves
+resumed, and is still running), serves it with `runlines.dashboard.Server`, and saves
 dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file.
 """
 
@@ -28,7 +28,7 @@ from freezegun import freeze_time  # noqa: E402
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
 from runlines import Run  # noqa: E402
-from runlines.serve import Server  # noqa: E402
+from runlines.dashboard import Server  # noqa: E402
 
 STEPS = 3000
 STEP_S = 0.2  # the sweep's pace: each step takes this long, each eval loop EVAL_S

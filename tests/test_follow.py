@@ -11,9 +11,9 @@ import pytest
 
 from _logs import line, write
 from runlines.cli._top import Top
+from runlines.dashboard._runs import RunStore
 from runlines.errors import ReadError
 from runlines.reading import LogFollower
-from runlines.serve._runs import RunStore
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")

@@ -17,13 +17,13 @@ import runlines
 from _logs import T0, line, raw, write
 from runlines.cli import main
 from runlines.cli._top import Top
+from runlines.dashboard._runs import NOT_SERIES, RunStore, _File
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading import RunSummary
 from runlines.reading._follow import LogFollower
 from runlines.reading._parquet import write_copy
 from runlines.reading._rules import BOOKKEEPING, direction
 from runlines.reading._table import summary_of
-from runlines.serve._runs import NOT_SERIES, RunStore, _File
 
 
 def _resumed(folder: Path, *, third: dict[str, Any] | None = None) -> Path:

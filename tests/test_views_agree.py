@@ -33,7 +33,7 @@ from _optional import skip_without
 from runlines import runs
 from runlines.cli import main
 from runlines.cli._top import Top
-from runlines.serve import Server
+from runlines.dashboard import Server
 
 # --- what a view states ----------------------------------------------------------------------
 

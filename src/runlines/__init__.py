@@ -23,11 +23,11 @@ from runlines.errors import (
 )
 
 if typing.TYPE_CHECKING:
+    from runlines.dashboard import serve
     from runlines.fields import Field, Vocabulary
     from runlines.reading import compare, diff, iter_events, load, runs
     from runlines.redaction import Redactor
     from runlines.run import Run
-    from runlines.serve import serve
     from runlines.sql import export, query
 
 __all__ = [
@@ -64,7 +64,7 @@ _LAZY = {
     **dict.fromkeys(("Field", "Vocabulary"), "runlines.fields"),
     **dict.fromkeys(("compare", "diff", "iter_events", "load", "runs"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
-    "serve": "runlines.serve",
+    "serve": "runlines.dashboard",
 }
 
 

@@ -41,7 +41,7 @@ _COPY_POLL_S = 0.05  # a finer look than the page's: a copy is taken in within a
 
 _SERVER = """
 import sys
-from runlines.serve import Server
+from runlines.dashboard import Server
 server = Server(sys.argv[1], port=0)
 print(server.url, flush=True)
 server.serve_forever()
@@ -49,7 +49,7 @@ server.serve_forever()
 
 _STORE = """
 import sys, time
-from runlines.serve._runs import RunStore
+from runlines.dashboard._runs import RunStore
 start = time.perf_counter()
 store = RunStore(sys.argv[1:])
 store.refresh()

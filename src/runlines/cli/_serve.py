@@ -20,7 +20,7 @@ def add_commands(commands: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted; return the exit status."""
-    from runlines.serve import serve
+    from runlines.dashboard import serve
 
     serve(*args.sources, host=args.host, port=args.port, open_browser=args.open)
     return 0

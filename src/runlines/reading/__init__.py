@@ -89,22 +89,15 @@ _HOMES = {
     "runs": "_table",
 }  # fmt: skip
 
-# What `ls`, `show` and `which` print moved to the CLI; the names stay importable from here.
-_MOVED = frozenset(
-    {"ArtifactMatch", "RunDetails", "describe", "find_artifact"}
-)  # fmt: skip
-
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
-    if home is not None:
-        value = getattr(importlib.import_module(f"runlines.reading.{home}"), name)
-        globals()[name] = value
-        return value
-    if name not in _MOVED:
+    if home is None:
         msg = f"module 'runlines.reading' has no attribute {name!r}"
         raise AttributeError(msg)
-    return getattr(importlib.import_module("runlines.cli._summaries"), name)
+    value = getattr(importlib.import_module(f"runlines.reading.{home}"), name)
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:

@@ -22,14 +22,14 @@ from hypothesis import strategies as st
 
 from _logs import T0, line, write
 from runlines import Run
+from runlines.dashboard import Server
+from runlines.dashboard import _history as copying
+from runlines.dashboard._history import read_history
+from runlines.dashboard._http import _API, dumps
+from runlines.dashboard._runs import RunStore
+from runlines.dashboard._series import MAX_BUCKETS, MAX_MARKS, Series
 from runlines.reading._follow import LogFollower
 from runlines.reading._parquet import compact, write_copy
-from runlines.serve import Server
-from runlines.serve import _copy as copying
-from runlines.serve._copy import read_history
-from runlines.serve._http import _API, dumps
-from runlines.serve._runs import RunStore
-from runlines.serve._series import MAX_BUCKETS, MAX_MARKS, Series
 
 NOW = T0 + 10_000.0
 
@@ -287,7 +287,7 @@ class TestNotUsed:
         def broken(*args: Any) -> None:
             raise RuntimeError("a bug")
 
-        monkeypatch.setattr("runlines.serve._copy._FileColumns.fill", broken)
+        monkeypatch.setattr("runlines.dashboard._history._FileColumns.fill", broken)
         copied = answers(log)
 
         (problem,) = copied["progress"]["runs"]["r"]["problems"]

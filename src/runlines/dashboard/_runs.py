@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from runlines.dashboard._history import History, read_history
+from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
 from runlines.reading._follow import LogFollower
@@ -23,10 +25,6 @@ from runlines.reading._rules import (
     is_metric_event,
 )
 from runlines.reading._summary import RunSummary, flatten
-from runlines.serve._series import Series
-
-if TYPE_CHECKING:
-    from runlines.serve._copy import History
 
 NOT_SERIES: Final = BOOKKEEPING  # the one list of what is no metric, as runs() and top use
 _ENV_FIELDS: Final = (
@@ -35,20 +33,6 @@ _ENV_FIELDS: Final = (
 )  # fmt: skip
 SPAN_EVENT: Final = "span"
 _TAIL_BYTES: Final = 64 << 10  # what a run's status is read from while its history is not
-
-
-# The exact types decoded JSON numbers have: no bool, which is an int to isinstance
-NUMERIC: Final = frozenset({int, float})
-
-
-def as_float(value: Any) -> float:
-    """Return a JSON number as a float; NaN for anything else, or an int beyond any float."""
-    if type(value) is float:
-        return value
-    try:
-        return float(value) if type(value) is int else math.nan
-    except OverflowError:  # a foreign writer's int of 400 digits
-        return math.nan
 
 
 @dataclass
@@ -196,8 +180,6 @@ class RunState:
 
         A file read for the first time starts from its Parquet copy when it has a usable one.
         """
-        from runlines.serve._copy import read_history
-
         for rank, path in self.copies_to_look_for():
             self.take_history(rank, *read_history(path, label=self.label))
         for rank, log in sorted(self.files.items()):
@@ -401,8 +383,6 @@ class RunStore:
         with self._lock:
             self._discover_if_due()
             labels = list(self.runs)
-        from runlines.serve._copy import read_history
-
         for label in labels:
             self._no_requests.wait()
             with self._lock:

@@ -25,6 +25,20 @@ _Point = tuple[int, float, float, float]
 PointOf = Callable[[int], tuple[float, float, float]]
 
 
+# The exact types decoded JSON numbers have: no bool, which is an int to isinstance
+NUMERIC: Final = frozenset({int, float})
+
+
+def as_float(value: Any) -> float:
+    """Return a JSON number as a float; NaN for anything else, or an int beyond any float."""
+    if type(value) is float:
+        return value
+    try:
+        return float(value) if type(value) is int else math.nan
+    except OverflowError:  # a foreign writer's int of 400 digits
+        return math.nan
+
+
 def nonfinite_name(value: float) -> str:
     """Return how the log format names a non-finite float: NaN, Infinity or -Infinity."""
     if math.isnan(value):

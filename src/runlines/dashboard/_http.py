@@ -20,11 +20,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from runlines.dashboard._runs import SPAN_EVENT, RunState, RunStore
+from runlines.dashboard._series import unit_of
 from runlines.errors import ReadError
 from runlines.fields import Vocabulary
 from runlines.reading._rules import json_ready as jsonable
-from runlines.serve._runs import SPAN_EVENT, RunState, RunStore
-from runlines.serve._series import unit_of
 
 _STATIC_FILES: Final = (
     "index.html",
@@ -58,7 +58,7 @@ class ApiError(Exception):
 
 
 def _static(name: str) -> bytes:
-    return resources.files("runlines.serve").joinpath(f"static/{name}").read_bytes()
+    return resources.files("runlines.dashboard").joinpath(f"static/{name}").read_bytes()
 
 
 def dumps(value: Any) -> bytes:

@@ -11,8 +11,8 @@ import time
 import webbrowser
 from typing import Final
 
-from runlines.serve._http import DashboardServer, Handler
-from runlines.serve._runs import RunStore
+from runlines.dashboard._http import DashboardServer, Handler
+from runlines.dashboard._runs import RunStore
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8000

@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import ARTIFACT, RUN_END, RUN_START, SIGNAL, SPAN, open_regular
+from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.reading import decode_line, log_file
 from runlines.reading._rules import BOOKKEEPING as NOT_SERIES
 from runlines.reading._rules import is_metric_event
-from runlines.serve._runs import NUMERIC, as_float
-from runlines.serve._series import Series
 
 if TYPE_CHECKING:
     import numpy as np

@@ -6,9 +6,9 @@ import random
 from pathlib import Path
 
 from _logs import T0, line, train, write
+from runlines.dashboard._runs import RunStore
+from runlines.dashboard._series import MAX_BUCKETS, Series
 from runlines.reading._follow import LogFollower
-from runlines.serve._runs import RunStore
-from runlines.serve._series import MAX_BUCKETS, Series
 
 
 def _append(path: Path, data: bytes) -> None:

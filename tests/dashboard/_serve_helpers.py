@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from _logs import T0, line, train, write
 from runlines import Run
-from runlines.serve import Server
+from runlines.dashboard import Server
 
 NOW = T0 + 30  # the clock every reader of the awkward logs is read at
 

@@ -6,6 +6,7 @@ import http.client
 import json
 import os
 import tracemalloc
+import types
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,10 @@ from _serve_helpers import Client, png_bytes
 from _logs import T0, line, train, write
 from runlines import Run
 from runlines.cli import main
+from runlines.dashboard import Server
+from runlines.dashboard._http import DashboardServer
+from runlines.dashboard._series import unit_of
 from runlines.errors import NonfiniteWarning
-from runlines.serve import Server
-from runlines.serve._http import DashboardServer
-from runlines.serve._series import unit_of
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int]]:
@@ -597,7 +598,7 @@ class TestSafety:
 _LOW_DESCRIPTOR_SERVER = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))
-from runlines.serve import Server
+from runlines.dashboard import Server
 with Server(sys.argv[1], host="0.0.0.0", port=0, token="secret") as server:
     print(server.url, flush=True)
     sys.stdin.read()
@@ -687,11 +688,16 @@ class TestPackage:
         assert "MIT" in license_text
         assert "Leon Sorokin" in license_text
 
-    def test_runlines_serve_is_callable_after_the_package_is_imported(
+    def test_runlines_serve_is_the_function_after_the_package_is_imported(
         self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], serve_dir: Path
     ) -> None:
         import runlines
-        import runlines.serve
+        import runlines.dashboard
+        from runlines import serve
+
+        assert serve is runlines.serve is runlines.dashboard.serve
+        assert isinstance(serve, types.FunctionType)
+        assert type(runlines.dashboard) is types.ModuleType  # no module swaps its class
 
         def interrupt(self: Server) -> None:
             raise KeyboardInterrupt
@@ -709,18 +715,17 @@ class TestPackage:
     def test_cli_serve_takes_sources_host_port_and_open(
         self, monkeypatch: pytest.MonkeyPatch, serve_dir: Path
     ) -> None:
-        from runlines import serve as serve_package
         from runlines.cli import main
 
         calls = []
         monkeypatch.setattr(
-            "runlines.serve.serve", lambda *sources, **options: calls.append((sources, options))
+            "runlines.dashboard.serve",
+            lambda *sources, **options: calls.append((sources, options)),
         )
 
         status = main(["serve", str(serve_dir), "--host", "::1", "--port", "0", "--open"])
 
         assert status == 0
-        assert serve_package is not None
         assert calls == [((str(serve_dir),), {"host": "::1", "port": 0, "open_browser": True})]
 
     def test_a_missing_source_is_an_error_that_says_what_to_pass(self, tmp_path: Path) -> None:
@@ -735,7 +740,8 @@ def test_import_runlines_does_not_import_the_server() -> None:
     import sys
 
     code = (
-        "import sys, runlines; print('runlines.serve' in sys.modules, 'http.server' in sys.modules)"
+        "import sys, runlines; "
+        "print('runlines.dashboard' in sys.modules, 'http.server' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],

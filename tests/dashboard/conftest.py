@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _serve_helpers import Client
 
-from runlines.serve import Server
+from runlines.dashboard import Server
 
 
 @pytest.fixture(name="serve_dir")
