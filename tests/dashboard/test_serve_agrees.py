@@ -18,9 +18,9 @@ from freezegun import freeze_time
 
 import runlines
 from runlines.cli import main
+from runlines.dashboard import Server
 from runlines.errors import RunlinesWarning
 from runlines.reading import lock_path
-from runlines.serve import Server
 
 
 @pytest.fixture(name="sources")

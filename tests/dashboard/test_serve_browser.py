@@ -21,9 +21,9 @@ from _serve_helpers import NOW, awkward_logs, png_bytes
 import runlines
 from _logs import T0, line, train, write
 from runlines import Run
+from runlines.dashboard import Server
 from runlines.errors import RunlinesWarning
 from runlines.reading import lock_path
-from runlines.serve import Server
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 FileLock = pytest.importorskip("filelock").FileLock
@@ -232,7 +232,7 @@ def test_a_stale_copy_is_named_in_the_table_and_on_the_run_page(
 ) -> None:
     from runlines.reading._parquet import write_copy
 
-    monkeypatch.setattr("runlines.serve._copy.MIN_LOG_BYTES", 0)  # a small log for a big one
+    monkeypatch.setattr("runlines.dashboard._history.MIN_LOG_BYTES", 0)  # a small log for a big one
 
     log = train(serve_dir, "stale", range(1, 6))
     write_copy(log)
