@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
@@ -225,3 +226,14 @@ def _walk_files(folder: Path) -> list[tuple[str, Path]]:
             file = Path(root, file_name)
             files.append((file.relative_to(folder).as_posix(), file))
     return sorted(files)
+
+
+def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Return nested *config* as one level with dotted keys: ``{"optim.lr": 0.1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat

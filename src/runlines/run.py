@@ -820,11 +820,11 @@ def _config_change(
     from runlines._encoding import encode_line_safe, restore_nonfinite
 
     before = restore_nonfinite(dict(previous)).get("config") if previous else None
-    old = _flat(before if isinstance(before, dict) else {})
+    old = _layout.flatten(before if isinstance(before, dict) else {})
     try:  # compared as the log holds them: JSON values, secrets redacted
         line = encode_line_safe({"config": config or {}}, None)
         after = restore_nonfinite(orjson.loads(line))["config"]
-        new = _flat(after if redactor is None else redactor.redact(after))  # type: ignore[arg-type]
+        new = _layout.flatten(after if redactor is None else redactor.redact(after))  # type: ignore[arg-type]
     except (TypeError, ValueError, KeyError):
         return ""
     parts = [f"+{key}" for key in new if key not in old]
@@ -847,17 +847,6 @@ def _same(old: object, new: object) -> bool:
     if isinstance(old, float) and isinstance(new, float) and old != old and new != new:
         return True  # NaN both times
     return type(old) is type(new) and old == new
-
-
-def _flat(config: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Return nested *config* as {"optim.lr": 0.1, ...}."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, dict) and value:
-            flat.update(_flat(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _short(value: object) -> str:

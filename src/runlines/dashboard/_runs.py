@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from runlines._layout import flatten
 from runlines.dashboard._history import History, read_history
 from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.errors import ReadError
@@ -24,7 +25,7 @@ from runlines.reading._rules import (
     foreign_log_message,
     is_metric_event,
 )
-from runlines.reading._summary import RunSummary, flatten
+from runlines.reading._summary import RunSummary
 
 NOT_SERIES: Final = BOOKKEEPING  # the one list of what is no metric, as runs() and top use
 _ENV_FIELDS: Final = (

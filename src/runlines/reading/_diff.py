@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from runlines._layout import RUN_START
+from runlines._layout import RUN_START, flatten
 from runlines.errors import ReadError
 from runlines.reading._files import find_logs
 from runlines.reading._frames import load_with_presence
@@ -21,7 +21,7 @@ from runlines.reading._rules import (
     json_ready,
     to_float,
 )
-from runlines.reading._summary import RunSummary, flatten, lifecycle
+from runlines.reading._summary import RunSummary, lifecycle
 
 __all__ = ["MetricDiff", "RunDiff", "check_tolerance", "diff"]
 

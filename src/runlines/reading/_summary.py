@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _layout
-from runlines._layout import RUN_END, RUN_START
+from runlines._layout import RUN_END, RUN_START, flatten
 from runlines.errors import ReadError
 from runlines.reading._files import is_locked
 from runlines.reading._lines import head_record, iter_events, lines_containing, records_of
@@ -81,17 +81,6 @@ def is_stalled(last_ts: float | None, gaps: list[float], now: float) -> bool:
         return False
     pace = statistics.median(gaps) if gaps else 0.0
     return now - last_ts > max(STALL_MIN_S, STALL_GAPS * pace)
-
-
-def flatten(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Return nested *config* as one level with dotted keys: ``{"optim.lr": 0.1}``."""
-    flat: dict[str, Any] = {}
-    for key, value in config.items():
-        if isinstance(value, Mapping) and value:
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 class _Best:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from runlines import _layout
-from runlines._layout import RUN_END, RUN_START
+from runlines._layout import RUN_END, RUN_START, flatten
 from runlines.reading._arrow import _arrow_kind, _Columns, _ParsedLog
 from runlines.reading._lines import decode_line
 from runlines.reading._rules import (
@@ -29,7 +29,7 @@ from runlines.reading._rules import (
     step_cutoffs,
     to_float,
 )
-from runlines.reading._summary import RECENT_GAPS, flatten
+from runlines.reading._summary import RECENT_GAPS
 
 if TYPE_CHECKING:
     import numpy as np
