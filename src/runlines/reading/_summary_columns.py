@@ -101,8 +101,7 @@ class _Rows:
         for piece, where in zip(self.table.pieces, self.table.full.positions, strict=True):
             column = piece.column(name)
             if column is not None and _arrow_kind(column.type) in ("int", "float"):
-                valid = valid_of(column)
-                held[where] = valid
+                held[where] = valid_of(column) if column.null_count else True
                 # ints to floats as float() rounds them: to the nearest
                 values[where] = numpy_of(column).astype(np.float64)
             rows, patched = piece.patches.get(name, ((), ()))
