@@ -890,7 +890,7 @@ class _Columns:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from runlines.reading._buffers import bools, strings
+        from runlines.reading._buffers import numpy_of, strings
 
         out = np.zeros(self.full.size, dtype=bool)
         choices = strings(list(wanted))
@@ -899,7 +899,7 @@ class _Columns:
             column = piece.column(name)
             if column is not None and _arrow_kind(column.type) == "str":
                 found = pc.is_in(column.cast(pa.string()), value_set=choices)
-                hit = bools(found)
+                hit = numpy_of(found)  # a null as False
             rows, values = piece.patches.get(name, ([], []))
             for row, value in zip(rows, values, strict=True):
                 hit[row] = isinstance(value, str) and value in wanted

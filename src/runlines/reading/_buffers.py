@@ -17,7 +17,6 @@ import numpy.typing as npt
 import pyarrow as pa
 
 __all__ = [
-    "bools",
     "from_numpy",
     "numpy_of",
     "sparse_lists",
@@ -76,11 +75,6 @@ def numpy_of(array: Any) -> npt.NDArray[Any]:
     if not parts:
         return np.zeros(0, dtype=np.dtype(array.type.to_pandas_dtype()))
     return np.concatenate(parts) if len(parts) != 1 else parts[0]
-
-
-def bools(array: Any) -> npt.NDArray[np.bool_]:
-    """Return a bool Arrow *array* as numpy's bools, a null as False."""
-    return numpy_of(array).astype(bool, copy=False)
 
 
 def from_numpy(values: npt.ArrayLike, kind: Any, *, valid: Any = None) -> Any:
