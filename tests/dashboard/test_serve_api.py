@@ -66,6 +66,21 @@ class TestRuns:
         assert rows["exp1/baseline"]["step"] == 2
         assert rows["exp2/baseline"]["step"] == 4
 
+    def test_a_name_found_twice_later_renames_the_run_found_first(
+        self, serve_dir: Path, client: Client
+    ) -> None:
+        train(serve_dir / "exp1", "baseline", range(1, 3))
+        first = [row["run"] for row in client.json("/api/runs")]
+        train(serve_dir / "exp2", "baseline", range(1, 5))
+
+        rows = {row["run"]: row for row in client.json("/api/runs")}
+        page = client.json("/api/run?run=exp1/baseline")
+
+        assert first == ["baseline"]
+        assert set(rows) == {"exp1/baseline", "exp2/baseline"}  # as runlines.runs() says
+        assert rows["exp1/baseline"]["step"] == 2
+        assert page["row"]["run"] == "exp1/baseline"
+
     def test_a_live_run_is_running_and_its_row_grows(
         self, serve_dir: Path, server: Server, client: Client
     ) -> None:

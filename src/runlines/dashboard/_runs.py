@@ -133,6 +133,12 @@ class RunState:
             self._forget_main()
         self.version += 1  # a page that asks "since" the old version gets the new series
 
+    def relabel(self, label: str) -> None:
+        """Name the run *label* from now on: another log of its name was found."""
+        if label != self.label:
+            self.label = self.summary.label = label
+            self._tail_summary = None
+
     def add_rank(self, rank: int, path: Path) -> None:
         if rank not in self.files:
             self.files[rank] = self._file(rank, path)
@@ -170,6 +176,7 @@ class RunState:
         self.version += history.records
         if rank == 0 and history.summary is not None:
             self.summary = history.summary
+            self.summary.label = self.label  # renamed while its copy was read
             self.started_ts, self.last_ts = history.first_ts, history.last_ts
             for record in history.whole:
                 self._take_shown(record)
@@ -418,11 +425,16 @@ class RunStore:
             if run.path not in present:  # deleted, or moved out of the sources
                 del self.runs[label]
         by_path = {run.path: run for run in self.runs.values()}
+        # a name two logs now share labels both by their paths, as runs() does: the run
+        # found first is renamed rather than kept under a name that no longer says which
+        self.runs = {}
         for path, label in labels.items():
-            if path not in by_path and path not in self.foreign:
-                if label in self.runs:  # a name that a run found earlier holds: use the path
-                    label = _relative(path, self._common_root())
-                by_path[path] = self.runs[label] = RunState(label, path)
+            if path in by_path:
+                by_path[path].relabel(label)
+            elif path not in self.foreign:
+                by_path[path] = RunState(label, path)
+            if path in by_path:
+                self.runs[label] = by_path[path]
         for path, rank in found:
             if rank is not None:
                 main = by_path.get(path.with_name(log_file(path).run + LOG_SUFFIX))
