@@ -23,6 +23,7 @@ from runlines.errors import (
 )
 
 if typing.TYPE_CHECKING:
+    from runlines._notes import note, tag, untag
     from runlines.dashboard import serve
     from runlines.fields import Field, Vocabulary
     from runlines.reading import compare, diff, iter_events, load, runs
@@ -50,9 +51,12 @@ __all__ = [
     "export",
     "iter_events",
     "load",
+    "note",
     "query",
     "runs",
     "serve",
+    "tag",
+    "untag",
 ]
 
 # Imported on first use: a training process that only writes never pays for the read side,
@@ -65,6 +69,7 @@ _LAZY = {
     **dict.fromkeys(("compare", "diff", "iter_events", "load", "runs"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
     "serve": "runlines.dashboard",
+    **dict.fromkeys(("note", "tag", "untag"), "runlines._notes"),
 }
 
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
-_RANK_SUFFIX_RE: Final = re.compile(r"\.rank\d+$")
+# `<name>.rank<R>.jsonl` is a rank's log, `<name>.notes.jsonl` a run's tags and notes (_layout)
+_RESERVED_SUFFIX_RE: Final = re.compile(r"\.(rank\d+|notes)$")
 
 
 class Distributed(NamedTuple):  # not a dataclass: dataclasses takes ~8 ms to import
@@ -32,10 +33,11 @@ def check_run_name(name: object) -> str:
     if not isinstance(name, str):
         msg = f"a run name must be a str, got {type(name).__name__} {name!r}"
         raise TypeError(msg)
-    if not _NAME_RE.fullmatch(name) or _RANK_SUFFIX_RE.search(name):
+    if not _NAME_RE.fullmatch(name) or _RESERVED_SUFFIX_RE.search(name):
         msg = (
             f"run name {name!r} cannot name a log file; use letters, digits, '.', '_' and '-', "
-            "not starting with '.' and not ending in '.rank<N>' (e.g. 'baseline-lr3e-4')"
+            "not starting with '.' and not ending in '.rank<N>' or '.notes' "
+            "(e.g. 'baseline-lr3e-4')"
         )
         raise FieldError(msg)
     return name

@@ -3,6 +3,8 @@
 A run named N in folder D writes `D/N.jsonl` (rank R > 0 of a distributed run:
 `D/N.rank<R>.jsonl`), holds `D/N.jsonl.lock` while it is open, and keeps side files in
 `D/N.artifacts/`. A finished log may have a Parquet copy, `D/N.parquet` (docs/scale.md).
+Tags and notes go to `D/N.notes.jsonl`, which only `runlines tag`/`note` append to: it ends
+in `.jsonl` but is no log (`is_log_name`), and no run may be named `*.notes`.
 Only regular files are ever opened: a FIFO or a device named like a log would block a reader
 forever.
 
@@ -26,6 +28,7 @@ LOG_SUFFIX: Final = ".jsonl"
 LOCK_SUFFIX: Final = ".lock"
 ARTIFACTS_SUFFIX: Final = ".artifacts"
 COPY_SUFFIX: Final = ".parquet"
+NOTES_SUFFIX: Final = ".notes.jsonl"
 RANK_NAME: Final = re.compile(r"^(?P<run>.+)\.rank(?P<rank>\d+)$")
 
 # The events runlines writes itself; every other event is the user's.
@@ -35,6 +38,8 @@ SPAN: Final = "span"
 ARTIFACT: Final = "artifact"
 SIGNAL: Final = "signal"
 LIFECYCLE_EVENTS: Final = frozenset({RUN_START, RUN_END, SPAN, ARTIFACT, SIGNAL})
+# The run_end status of a run a sweep stopped early (Run.close(status=...), integrations/optuna)
+PRUNED: Final = "pruned"
 # Written while a run is watched (docs/watching.md) and by capture (warnings, logging).
 SYSTEM: Final = "system"
 STALL: Final = "stall"
@@ -133,6 +138,19 @@ def artifacts_dir(log: Path) -> Path:
 def copy_path(log: Path) -> Path:
     """Return the Parquet copy of a log's records: `<name>.parquet` next to `<name>.jsonl`."""
     return log.with_suffix(COPY_SUFFIX)
+
+
+def notes_path(log: Path) -> Path:
+    """Return the side file of a run's tags and notes: `<name>.notes.jsonl` next to its log
+    (a rank file's run's: `<name>.rank1.jsonl` has the notes of `<name>`).
+    """
+    stem = log.name.removesuffix(LOG_SUFFIX)
+    return log.with_name(run_and_rank(stem)[0] + NOTES_SUFFIX)
+
+
+def is_log_name(name: str) -> bool:
+    """Return whether a file named *name* in a folder of logs is a log: `*.jsonl`, no notes."""
+    return name.endswith(LOG_SUFFIX) and not name.endswith(NOTES_SUFFIX)
 
 
 def run_and_rank(stem: str) -> tuple[str, int | None]:

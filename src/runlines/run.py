@@ -37,6 +37,7 @@ _DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process wa
 # the end goes on without it.
 _STUCK_S: Final = 1.0
 _monotonic = time.monotonic
+_CLOSE_STATUSES: Final = ("ok", _layout.PRUNED)
 
 
 class _State(enum.Enum):
@@ -236,9 +237,16 @@ class Run:
         # its C twin) in front of this method, one call level less (see _install_writer).
         self._writer.log(event, **fields)
 
-    def close(self) -> None:
-        """Write `run_end` with status "ok" and release the log; closing twice does nothing."""
-        self._end("ok", {})
+    def close(self, *, status: Literal["ok", "pruned"] = "ok") -> None:
+        """Write `run_end` with *status* and release the log; closing twice does nothing.
+
+        `pruned`: a sweep stopped the run early, as it should (Optuna's pruners, Ray Tune's
+        schedulers); every view shows it as its own status.
+        """
+        if status not in _CLOSE_STATUSES:
+            msg = f"close(status={status!r}) is not a status; pass one of {_CLOSE_STATUSES}"
+            raise ValueError(msg)
+        self._end(status, {})
 
     def span(self, name: str, /, **fields: Any) -> Span:
         """Time a block or a function: `with run.span("eval"):` or `@run.span("step")`.
@@ -302,6 +310,18 @@ class Run:
         # write would cut them short and unalign every window after).
         self._write("artifact", {**record, **fields})
         return target
+
+    def tag(self, *tags: str) -> None:
+        """Tag this run, in `<name>.notes.jsonl` next to its log (`runlines tag`), not the log."""
+        from runlines import _notes
+
+        _notes.tag(self.path, *tags)
+
+    def note(self, text: str) -> None:
+        """Add a note to this run, in `<name>.notes.jsonl` next to its log (`runlines note`)."""
+        from runlines import _notes
+
+        _notes.note(self.path, text)
 
     @property
     def artifacts_dir(self) -> Path:
@@ -473,7 +493,7 @@ class Run:
             if self._state is not _State.CLOSED:
                 _start_thread(self._finish_end, status, details, True)
             raise
-        self._closed(compact=not patient and status in ("ok", "failed"))
+        self._closed(compact=not patient and status in ("ok", "failed", _layout.PRUNED))
         return True
 
     def _closed(self, *, compact: bool) -> None:

@@ -35,6 +35,9 @@ def test_each_command_runs_in_a_module_of_its_own() -> None:
         "top": "runlines.cli._top",
         "compact": "runlines.cli._compact",
         "serve": "runlines.cli._serve",
+        "tag": "runlines.cli._tag",
+        "untag": "runlines.cli._tag",
+        "note": "runlines.cli._tag",
     }
 
 

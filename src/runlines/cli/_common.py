@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import reading
+from runlines._layout import is_log_name
 from runlines.cli._terminal import printable
 from runlines.errors import ReadError
 from runlines.reading._files import check_source
@@ -126,7 +127,8 @@ def resolve_source(text: str) -> Path:
 
 def logs_below(folder: Path) -> list[Path]:
     """Return every log file in *folder* and its subfolders, by path (what `ls -r` lists)."""
-    return sorted(p for p in folder.rglob(f"*{reading.LOG_SUFFIX}") if p.is_file())
+    found = folder.rglob(f"*{reading.LOG_SUFFIX}")
+    return sorted(p for p in found if is_log_name(p.name) and p.is_file())
 
 
 # --- formatting ------------------------------------------------------------------------------

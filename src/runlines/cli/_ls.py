@@ -68,6 +68,8 @@ def _ls(args: argparse.Namespace) -> int:
         print_json([_json_row(r) for r in rows])
         return 0
     extra = [c for c in (args.columns or "").split(",") if c]
+    if any(row.get("tags") for row in rows) and "tags" not in extra:  # `runlines tag` gave some
+        extra.insert(0, "tags")
     header = ["RUN", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "STEP", "METRIC"]
     print(table([*header, *(c.upper() for c in extra)], [_ls_row(r, extra) for r in rows]))
     return 0
@@ -201,5 +203,12 @@ def _ls_row(row: Mapping[str, Any], extra: Sequence[str]) -> list[str]:
         duration(row["duration_s"]),
         cell(row["step"]),
         f"{metric}={cell(row[metric])}" if metric else "-",
-        *(cell(row.get(column)) for column in extra),
+        *(_ls_cell(row.get(column)) for column in extra),
     ]
+
+
+def _ls_cell(value: Any) -> str:
+    """Return a cell of `ls`: a list (the tags) as its items, comma-separated."""
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return ", ".join(value) or "-"
+    return cell(value)

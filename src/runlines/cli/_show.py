@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from runlines import reading
+from runlines import _notes, reading
 from runlines.cli._common import cell, duration, print_json, resolve_run, table, when
 from runlines.cli._summaries import RunDetails, describe
 from runlines.cli._terminal import printable
@@ -35,7 +35,15 @@ def _show(args: argparse.Namespace) -> int:
         return 0
     print(_show_header(details))
     limit = None if args.config else _CONFIG_KEYS
-    sections = (_attempts, lambda d: _config(d, limit), _events, _spans, _artifacts, _last_values)
+    sections = (
+        _attempts,
+        _notes_section,
+        lambda d: _config(d, limit),
+        _events,
+        _spans,
+        _artifacts,
+        _last_values,
+    )
     for section in sections:
         text = section(details)
         if text:
@@ -73,7 +81,9 @@ def _show_json(details: RunDetails, ranks: list[RunDetails]) -> Any:
             "last": d.last_values(),
         }
 
-    return {**one(details), "ranks": [one(rank) for rank in ranks]}
+    notes = _notes.read_notes(details.log.path)  # the run's, beside its main log
+    tagged = {"tags": notes.tags, "notes": notes.notes}
+    return {**one(details), **tagged, "ranks": [one(rank) for rank in ranks]}
 
 
 def _run_config(details: RunDetails) -> Any:
@@ -135,6 +145,7 @@ def _show_header(details: RunDetails) -> str:
         ("host", _host(start)),
         ("git", _git(start)),
         ("command", _command(start.get("argv"))),
+        ("tags", ", ".join(_notes.read_notes(details.log.path).tags) or "-"),
     ]
     if details.status == "died":
         rows.insert(3, ("last record", when(details.last_ts)))
@@ -143,6 +154,15 @@ def _show_header(details: RunDetails) -> str:
         rows.insert(3, ("error", f"{end['exc_type']}: {end.get('exc_message', '')}"[:200]))
     width = max(len(key) for key, _ in rows)
     return "\n".join(f"{key:<{width}}  {printable(value)}" for key, value in rows)
+
+
+def _notes_section(details: RunDetails) -> str:
+    """Return the notes `runlines note` gave the run, oldest first."""
+    notes = _notes.read_notes(details.log.path).notes
+    if not notes:
+        return ""
+    rows = [[when(entry["ts"]), entry["text"]] for entry in notes]
+    return "notes\n" + table(["WRITTEN", "NOTE"], rows, "  ")
 
 
 def _host(start: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _layout
-from runlines._layout import LOG_SUFFIX, RUN_START
+from runlines._layout import RUN_START, is_log_name
 from runlines.cli._options import seconds
 from runlines.cli._summaries import unreadable_reason, warn_unreadable
 from runlines.cli._terminal import printable
@@ -424,7 +424,7 @@ class Top:
         except OSError:  # the folder went away: its runs stay as they were last seen
             return [watch.log for watch in self.watches.values() if watch.log.path.parent == folder]
         for entry in entries:
-            if not entry.name.endswith(LOG_SUFFIX):
+            if not is_log_name(entry.name):
                 continue
             path = folder / entry.name
             if path in self.watches or entry.is_file():  # a FIFO named like a log is no log

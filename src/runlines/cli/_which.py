@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import reading
+from runlines._layout import is_log_name
 from runlines.cli._common import cell, print_json
 from runlines.cli._summaries import ArtifactMatch, find_artifact
 from runlines.cli._terminal import printable
@@ -63,7 +64,7 @@ def _logs_for_which(target: Path, folder: Path | None) -> list[reading.LogFile]:
         here = target.resolve().parent
         folders = [here, *list(here.parents)[:_WHICH_LEVELS]]
         paths = [p for f in folders for p in sorted(f.glob(f"*{reading.LOG_SUFFIX}"))]
-    return [reading.log_file(p) for p in paths if p.is_file()]
+    return [reading.log_file(p) for p in paths if is_log_name(p.name) and p.is_file()]
 
 
 def _which_line(match: ArtifactMatch) -> str:

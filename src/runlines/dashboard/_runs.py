@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from runlines._layout import flatten
+from runlines._layout import flatten, is_log_name
 from runlines.dashboard._history import History, read_history
 from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.errors import ReadError
@@ -454,7 +454,7 @@ class RunStore:
                 dirs[:] = sorted(d for d in dirs if not d.endswith(".artifacts"))
                 for name in files:
                     path = Path(folder, name)
-                    if name.endswith(LOG_SUFFIX) and is_inside(path, root):
+                    if is_log_name(name) and is_inside(path, root):
                         yield path, log_file(path).rank
 
     def allowed(self, path: Path) -> bool:

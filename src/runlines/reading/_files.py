@@ -8,7 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runlines._layout import LOG_SUFFIX, hash_path, lock_path, not_regular_reason, run_and_rank
+from runlines._layout import (
+    LOG_SUFFIX,
+    hash_path,
+    is_log_name,
+    lock_path,
+    not_regular_reason,
+    run_and_rank,
+)
 from runlines.errors import ReadError, RunlinesWarning
 
 __all__ = [
@@ -94,7 +101,7 @@ def _logs_in(folder: Path) -> list[LogFile]:
     logs = []
     with os.scandir(folder) as entries:
         for entry in entries:
-            if entry.name.startswith(".") or not entry.name.endswith(LOG_SUFFIX):
+            if entry.name.startswith(".") or not is_log_name(entry.name):  # no notes file
                 continue
             path = folder / entry.name
             if entry.is_file(follow_symlinks=False) or _is_log_file(path):

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from runlines import _layout
+from runlines import _layout, _notes
 from runlines._layout import RUN_END, RUN_START, flatten
 from runlines.errors import ReadError
 from runlines.reading._files import is_locked
@@ -476,7 +476,9 @@ class RunSummary:
         return merged
 
     def row(self, *, alive: bool | None = None, now: float | None = None) -> dict[str, Any]:
-        """Return the run's `runs()` row: run, path, status, attempts, started, ... metrics."""
+        """Return the run's `runs()` row: run, path, status, attempts, started, duration_s,
+        step, tags, notes, the config keys, the metrics.
+        """
         started = None
         if self.started is not None:
             try:
@@ -492,6 +494,8 @@ class RunSummary:
             "duration_s": self.duration_s,
             "step": self.step,
         }
+        notes = _notes.read_notes(self.path)  # the side file `runlines tag` and `note` append to
+        row["tags"], row["notes"] = notes.tags, [entry["text"] for entry in notes.notes]
         row.update((f"config.{key}", value) for key, value in self.config.items())
         cutoffs = self._cutoffs()
         for key, value in self.last.items():

@@ -19,7 +19,17 @@ if TYPE_CHECKING:
 
 __all__ = ["quick_summary_of", "runs", "summaries", "summary_of"]
 
-KEY_COLUMNS: Final = ("run", "path", "status", "attempts", "started", "duration_s", "step")
+KEY_COLUMNS: Final = (
+    "run",
+    "path",
+    "status",
+    "attempts",
+    "started",
+    "duration_s",
+    "step",
+    "tags",
+    "notes",
+)
 QUICK_BYTES: Final = 8 << 20  # `ls` reads a bigger log's lifecycle lines and last MiB only
 _TAIL_BYTES: Final = 1 << 20
 
@@ -95,6 +105,8 @@ def runs(*sources: str | os.PathLike[str]) -> pd.DataFrame:
     last `step`; each config key as `config.<key>` (nested keys dotted); for each numeric
     field of each event its last value as `<event>.<field>`, and where the field's name says
     which way is better (loss: lower; accuracy: higher) its best as `<event>.<field>.best`.
+    `tags` (a list, in the order added) and `notes` (a list of texts) are those `runlines tag`
+    and `runlines note` gave the run (docs/cli.md).
 
     Raises:
         ReadError: a source that does not exist, or a folder without logs.

@@ -6,6 +6,7 @@ const COLORS = ["#3559e0", "#e8590c", "#12805c", "#c2255c", "#7048e8", "#0c8599"
   "#5c940d", "#d6336c", "#495057", "#1971c2", "#9c36b5"];
 const SELECT_LIMIT = 5;  // runs selected on the first load, and by "follow new runs" at most
 const BASE_COLUMNS = ["run", "status", "attempts", "step", "duration_s", "started"];
+const NOTE_COLUMNS = ["tags", "notes"];  // from runlines tag / note: shown when a run has some
 const TOKEN = new URLSearchParams(location.search).get("token");
 // eval-like events chart after the user's own ones: eval, val_*, test, validation/...
 const EVAL_LIKE = /(^|[_\/.-])(eval\w*|val|valid|validation|test|testing)([_\/.-]|$)/i;
@@ -165,7 +166,7 @@ function columns() {
   const config = new Set(), metrics = new Set();
   for (const row of state.runs) {
     for (const key of Object.keys(row)) {
-      if (key.startsWith("_") || BASE_COLUMNS.includes(key) || key === "path") continue;
+      if (key.startsWith("_") || BASE_COLUMNS.includes(key) || NOTE_COLUMNS.includes(key) || key === "path") continue;
       (key.startsWith("config.") ? config : metrics).add(key);
     }
   }
@@ -173,14 +174,20 @@ function columns() {
   // a sweep is compared by, and are seen without scrolling
   const group = (key) => groupOf(key.split(".")[0]);
   const byGroup = (a, b) => group(a) - group(b) || (a < b ? -1 : a > b ? 1 : 0);
-  return [...BASE_COLUMNS, ...[...metrics].sort(byGroup), ...[...config].sort()];
+  const notes = NOTE_COLUMNS.filter((key) => state.runs.some((row) => (row[key] || []).length));
+  return [...BASE_COLUMNS, ...notes, ...[...metrics].sort(byGroup), ...[...config].sort()];
+}
+
+// "tag:NAME" in the filter keeps the runs tagged NAME; other words match any column's text
+function matchesTag(row, word) {
+  return (row.tags || []).some((tag) => tag.toLowerCase() === word.slice(4));
 }
 
 function matchesFilter(row, text) {
   if (!text) return true;
   const words = text.toLowerCase().split(/\s+/).filter(Boolean);
   const hay = Object.entries(row).map(([k, v]) => k + "=" + fmt(v)).join(" ").toLowerCase();
-  return words.every((w) => hay.includes(w));
+  return words.every((w) => (w.startsWith("tag:") ? matchesTag(row, w) : hay.includes(w)));
 }
 
 function sortedRows() {
@@ -203,7 +210,7 @@ function renderTable() {
   const cols = columns();
   const head = el("tr", {}, el("th", {}, ""), cols.map((c) => el("th", {
     "data-key": c,
-    class: [c.startsWith("config.") ? "group-config" : !BASE_COLUMNS.includes(c) ? "group-metric" : "",
+    class: [c.startsWith("config.") ? "group-config" : !BASE_COLUMNS.includes(c) && !NOTE_COLUMNS.includes(c) ? "group-metric" : "",
       state.sort.key === c ? (state.sort.desc ? "sorted-desc" : "sorted-asc") : ""].join(" ").trim() || null,
     title: c,
     onclick: () => {
@@ -241,12 +248,24 @@ function cell(row, key) {
     const problems = (progress.problems || []).length ? el("span", {class: "torn problem", title: progress.problems.join("\n")}, "⚠ copy not used") : null;
     return el("td", {}, el("span", {class: "badge " + value, "data-status": value}, value), reading, torn, problems);
   }
+  if (key === "tags") return el("td", {}, (value || []).map((tag) => el("button", {class: "tag", title: "show the runs tagged " + tag, onclick: () => filterByTag(tag)}, tag)));
+  if (key === "notes") {
+    const notes = value || [];
+    return el("td", {class: "notes", title: notes.join("\n\n") || null}, notes.length ? notes[notes.length - 1] : "", notes.length > 1 ? el("span", {class: "more"}, ` +${notes.length - 1}`) : null);
+  }
   if (key === "duration_s") return el("td", {class: "num"}, fmtDuration(value));
   if (key === "started") return el("td", {}, fmtTime(value));
   if (isNonfinite(value)) return el("td", {class: "num nonfinite"}, value);
   const unit = state.units[key];
   return el("td", {class: typeof value === "number" ? "num" : null, title: unit && typeof value === "number" ? String(value) : null},
     fmtUnit(value, unit));
+}
+
+function filterByTag(tag) {
+  const box = document.getElementById("filter");
+  box.value = "tag:" + tag;
+  renderTable();
+  refreshCharts();
 }
 
 function toggleRun(run, on) {
