@@ -2,6 +2,7 @@
 
 - `runlines.integrations.transformers.RunlinesCallback`: a Hugging Face `TrainerCallback`.
 - `runlines.integrations.lightning.RunlinesLogger`: a Lightning `Logger`.
+- `runlines.integrations.optuna.RunlinesCallback`: an Optuna study callback, one run per trial.
 
 Importing this package imports no framework; each adapter module imports its own.
 """
