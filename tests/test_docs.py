@@ -18,7 +18,7 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # warning that says so, and so does the test.
 LOGS_NONFINITE = frozenset({"reading.md", "scale.md"})
 # Pages whose examples need an optional package: they train with a framework, or query with SQL.
-NEEDS = {"integrations.md": ("torch", "transformers"), "scale.md": ("duckdb",)}
+NEEDS = {"integrations.md": ("torch", "transformers", "optuna"), "scale.md": ("duckdb",)}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
