@@ -174,7 +174,11 @@ STANDARD_FIELDS: Final[Mapping[str, Field]] = _fields(
     ("git_dirty", "boolean", "whether that repository had uncommitted changes"),
     ("world_size", "integer", "number of processes in a distributed run"),
     ("config", "object", "the run's configuration, secrets redacted"),
-    ("status", "string", "how a run or step ended: `ok`, `failed`, `interrupted`, `terminated`"),
+    (
+        "status",
+        "string",
+        "how a run or step ended: `ok`, `failed`, `interrupted`, `terminated`, `pruned`",
+    ),
     ("duration_s", "number", "elapsed time in seconds"),
     ("dropped", "integer", "records a failing sink lost"),
     ("exc_type", "string", "type name of the exception that ended the run"),

@@ -100,9 +100,9 @@ def quick_summary_of(log: LogFile, label: str | None = None) -> RunSummary:
 def runs(*sources: str | os.PathLike[str]) -> pd.DataFrame:
     """Return one row per run of *sources* (log files or folders of logs).
 
-    Columns: `run`, `path`, `status` (ok, failed, interrupted, terminated, running, stalled,
-    died), `attempts`, `started` (UTC), `duration_s` (the attempts' time, gaps left out), the
-    last `step`; each config key as `config.<key>` (nested keys dotted); for each numeric
+    Columns: `run`, `path`, `status` (ok, failed, interrupted, terminated, pruned, running,
+    stalled, died), `attempts`, `started` (UTC), `duration_s` (the attempts' time, gaps left
+    out), the last `step`; each config key as `config.<key>` (nested keys dotted); for each numeric
     field of each event its last value as `<event>.<field>`, and where the field's name says
     which way is better (loss: lower; accuracy: higher) its best as `<event>.<field>.best`.
     `tags` (a list, in the order added) and `notes` (a list of texts) are those `runlines tag`
