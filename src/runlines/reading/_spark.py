@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlparse
 
 from runlines._encoding import NONFINITE_KEY, encode_line
-from runlines._layout import LOG_SUFFIX
+from runlines._layout import LOG_SUFFIX, is_log_name
 from runlines.reading._copies import LINE, NULLS, PATCH, Copy, usable_copy, write_tail
 from runlines.reading._files import log_file, run_labels
 from runlines.reading._rules import attempt_numbers, step_cutoffs
@@ -77,7 +77,8 @@ def read(
     from pyspark.sql import functions as F
 
     path = os.fspath(path_or_glob)
-    files = _reader(spark, None).text(path).inputFiles()  # listed, not read
+    listed = _reader(spark, None).text(path).inputFiles()  # listed, not read
+    files = [uri for uri in listed if is_log_name(uri)]  # no `runlines tag` notes file
     copies = _usable_copies(files)
     scratch = _scratch(spark) if copies else None
     tails = {}
