@@ -21,7 +21,7 @@ def objective(trial: optuna.Trial) -> float:
     x = trial.suggest_float("x", -3.0, 3.0)
     lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
     trial.suggest_categorical("optimizer", ["adam", "sgd"])
-    loss = x * x + 1.0
+    loss: float = x * x + 1.0
     for step in range(STEPS):
         loss *= 1.0 - lr
         trial.report(loss, step)
