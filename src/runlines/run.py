@@ -322,7 +322,7 @@ class Run:
         a PIL image, a matplotlib figure, or the path of a PNG or JPEG file (kept as it is).
         """
         self._check_open()
-        from runlines import media
+        from runlines import _media as media
 
         target, record = media.save_image(
             self.directory, self.artifacts_dir, name, image, step=step, caption=caption,
@@ -342,7 +342,7 @@ class Run:
     ) -> list[Path]:
         """Save several images under one name and step: one `image` record each, with `index`."""
         self._check_open()
-        from runlines import media
+        from runlines import _media as media
 
         saved = media.save_images(
             self.directory, self.artifacts_dir, name, images, step=step, captions=captions,
@@ -352,14 +352,17 @@ class Run:
             self._write(_layout.IMAGE, record)
         return [target for target, _ in saved]
 
-    def histogram(self, name: str, values: Any, *, step: SupportsIndex, bins: int = 64) -> None:
+    def histogram(
+        self, name: str, values: Any, *, step: SupportsIndex, bins: int | Sequence[float] = 64
+    ) -> None:
         """Log a `histogram` record of *values* (numpy, torch, a list) or of (counts, edges).
 
-        The bins are inline (at most 512), as `numpy.histogram` makes them; NaN and infinities
-        are counted apart. The record also holds count, min, max, mean and std.
+        The bins (a count, or the edges) are inline (at most 512), as `numpy.histogram` makes
+        them; NaN and infinities are counted apart. The record also holds count, min, max,
+        mean and std.
         """
         self._check_open()
-        from runlines import media
+        from runlines import _media as media
 
         record = media.histogram_record(name, values, step=step, bins=bins)
         self._write(_layout.HISTOGRAM, record)
@@ -367,7 +370,7 @@ class Run:
     def table(self, name: str, data: Any, *, step: SupportsIndex) -> Path:
         """Save *data* (a DataFrame, a list of dicts) as Parquet and log a `table` record."""
         self._check_open()
-        from runlines import media
+        from runlines import _media as media
 
         target, record = media.save_table(self.directory, self.artifacts_dir, name, data, step=step)
         self._write(_layout.TABLE, record)
@@ -377,7 +380,7 @@ class Run:
         """Log a `text` record: *text* inline, or in a side file (its path returned) when longer
         than log() inlines (100,000 characters)."""
         self._check_open()
-        from runlines import media
+        from runlines import _media as media
 
         target, record = media.text_record(
             self.directory, self.artifacts_dir, name, text, step=step
@@ -388,7 +391,7 @@ class Run:
     def audio(self, name: str, samples: Any, sample_rate: int, *, step: SupportsIndex) -> Path:
         """Save *samples* as a WAV file and log an `audio` record; return the file's path."""
         self._check_open()
-        from runlines import media
+        from runlines import _media as media
 
         target, record = media.save_audio(
             self.directory, self.artifacts_dir, name, samples, sample_rate, step=step

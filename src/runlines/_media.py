@@ -457,7 +457,19 @@ def _is_pair(values: tuple[Any, ...]) -> bool:
         return False
 
 
-def _bins(bins: object, caller: str) -> int:
+def _bins(bins: object, caller: str) -> Any:
+    """Return *bins* as a count, or as a numpy array of edges (every rank may share them)."""
+    import numpy as np
+
+    if isinstance(bins, (list, tuple)) or type(bins).__name__ in ("ndarray", "Tensor"):
+        edges = np.asarray(bins, dtype=np.float64).reshape(-1)
+        if not 2 <= len(edges) <= MAX_BINS + 1:
+            msg = f"{caller} bins as edges needs 2 to {MAX_BINS + 1} of them, got {len(edges)}"
+            raise FieldError(msg)
+        if not np.isfinite(edges).all() or (np.diff(edges) <= 0).any():
+            msg = f"{caller} bin edges must be finite and increasing, got {edges.tolist()[:8]}"
+            raise FieldError(msg)
+        return edges
     count: int | None = None
     if not isinstance(bins, bool):
         try:
@@ -465,7 +477,10 @@ def _bins(bins: object, caller: str) -> int:
         except TypeError:
             count = None
     if count is None or not 1 <= count <= MAX_BINS:
-        msg = f"{caller} bins must be an int from 1 to {MAX_BINS} (inline bins), got {bins!r}"
+        msg = (
+            f"{caller} bins must be an int from 1 to {MAX_BINS} (inline bins) or a list of "
+            f"edges, got {bins!r}"
+        )
         raise FieldError(msg)
     return count
 
@@ -496,7 +511,7 @@ def _numbers(values: object, caller: str) -> Any:
     return array.reshape(-1)
 
 
-def _binned(array: Any, bins: int, caller: str) -> dict[str, Any]:
+def _binned(array: Any, bins: Any, caller: str) -> dict[str, Any]:
     import numpy as np
 
     nan = posinf = neginf = 0
@@ -507,14 +522,18 @@ def _binned(array: Any, bins: int, caller: str) -> dict[str, Any]:
             posinf = int(np.isposinf(array).sum())
             neginf = int(array.size - finite.sum() - nan - posinf)
             array = array[finite]
-    counts: list[Any] = [0] * bins
-    edges: list[float] | None = None
+    explicit = not isinstance(bins, int)
+    counts: list[Any] = [0] * (len(bins) - 1 if explicit else bins)
+    edges: list[float] | None = bins.tolist() if explicit else None
     stats: dict[str, Any]
     if array.size == 0:
         stats = {"count": 0, "min": None, "max": None, "mean": None, "std": None}
     else:
         low, high = array.min(), array.max()
-        found, bin_edges = np.histogram(array, bins, range=(low, high) if low < high else None)
+        if explicit:  # values outside the edges are not binned, as numpy.histogram does
+            found, bin_edges = np.histogram(array, bins)
+        else:
+            found, bin_edges = np.histogram(array, bins, range=(low, high) if low < high else None)
         counts, edges = found.tolist(), bin_edges.tolist()
         wide = array.astype(np.float64, copy=False)
         mean = float(wide.mean())
