@@ -1,8 +1,8 @@
 """Zygote of the media SIGKILL trials: imports runlines and numpy once, forks one writer per trial.
 
 Reads one JSON trial spec a line on stdin: {"dir", "name", "seed"}. Each writer opens its run,
-prints `pid <pid>`, then `ack <seq>` after every run.image() (or images(), table(), audio()) call that
-returned, until the test kills it; the zygote then prints `done <wait status>`.
+prints `pid <pid>`, then `ack <seq>` after every run.image() (or images(), table(), audio())
+call that returned, until the test kills it; the zygote then prints `done <wait status>`.
 Run as `python _media_writer.py`.
 """
 

@@ -32,7 +32,8 @@ class Zygote:
 
     def __init__(self) -> None:
         self.child = spawn("_media_writer.py", stdin=subprocess.PIPE)
-        assert self.child.stdin is not None and self.child.stdout is not None
+        assert self.child.stdin is not None
+        assert self.child.stdout is not None
         self.stdin, self.stdout = self.child.stdin, self.child.stdout
 
     def trial(self, folder: Path, seed: int, acks: int, delay_s: float) -> int:
@@ -98,7 +99,8 @@ def _check(folder: Path, acked: int) -> tuple[int, int]:
     ]
     for stray in strays:
         # a kill between the file's name and its record; or before the name: a hidden .tmp
-        assert stray.name.startswith(".") and stray.suffix == ".tmp" or _complete(stray), stray
+        hidden = stray.name.startswith(".") and stray.suffix == ".tmp"
+        assert hidden or _complete(stray), stray
     return len(media), len(strays)
 
 
