@@ -291,7 +291,6 @@ class TestImageErrors:
             run.histogram("h", [1.0], step=1)
 
 
-@needs("PIL")
 def test_without_pillow_jpeg_says_how_to_install_it(
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 from runlines import Run
 
 OFFLINE_ENV = {"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_CONSOLE": "off"}
-Call = Callable[[int], None]  # one call at step i
+Call = Callable[[int], object]  # one call at step i
 Opened = tuple[Call, Callable[[], None]]  # (call, finish a batch)
 _CLOSERS: list[Callable[[], object]] = []  # each contender's close, called once measured
 
