@@ -1,6 +1,8 @@
 """Media: run.image() and run.histogram() per call, side by side with TensorBoard and W&B.
 
 Run: python tests/benchmarks/bench_media.py [--calls N] [--reps R] [--quick]
+with an interpreter that has numpy, torch, tensorboard and wandb (a venv made with
+--system-site-packages over the test environment, plus `pip install tensorboard wandb`).
 
 The peers are benchmark-only dependencies (tensorboard, wandb: see tests/benchmarks/README.md);
 one that is not installed, or fails to start, is reported as "not available (reason)". Each
