@@ -182,6 +182,12 @@ class TestImageInputs:
         assert [r.get("caption") for r in found] == ["a", None]
         assert np.array_equal(decode_png(paths[1].read_bytes()), RGB[:, :, :1])
 
+    def test_images_takes_a_batch_array(self, run: Run) -> None:
+        paths = run.images("batch", np.stack([RGB, RGB[::-1]]), step=1)
+
+        assert np.array_equal(decode_png(paths[1].read_bytes()), RGB[::-1])
+        assert [r["index"] for r in records(run, "image")] == [0, 1]
+
     def test_the_same_image_twice_at_one_step_gets_two_files(self, run: Run) -> None:
         first = run.image("img", RGB, step=1)
         second = run.image("img", RGB, step=1)

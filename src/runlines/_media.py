@@ -173,6 +173,8 @@ def save_images(
     caller = "run.images()"
     check_media_name(name, caller)
     number = _step(step, caller)
+    if type(images).__name__ in ("ndarray", "Tensor") and images.ndim == 4:  # type: ignore[attr-defined]
+        images = list(images)  # a batch: NxHxWxC (numpy) or NxCxHxW (torch)
     if isinstance(images, (str, bytes)) or not isinstance(images, Sequence) or not images:
         msg = f"{caller} takes a non-empty list of images, got {_type_name(images)}"
         raise TypeError(msg)
