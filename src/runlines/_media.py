@@ -14,7 +14,7 @@ import os
 import struct
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -159,7 +159,7 @@ def save_images(
     log_dir: Path,
     artifacts_dir: Path,
     name: str,
-    images: Sequence[object],
+    images: Iterable[object],
     *,
     step: object,
     captions: Sequence[str | None] | None = None,

@@ -334,7 +334,7 @@ class Run:
     def images(
         self,
         name: str,
-        images: Sequence[Any],
+        images: Iterable[Any],
         *,
         step: SupportsIndex,
         captions: Sequence[str | None] | None = None,
