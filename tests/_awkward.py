@@ -32,7 +32,7 @@ from runlines import Run
 T0: Final = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 NAN: Final = math.nan
 INF: Final = math.inf
-CASES: Final = ("killed", "rerun", "nonfinite", "noconfig", "foreign", "ranks")
+CASES: Final = ("killed", "rerun", "nonfinite", "noconfig", "foreign", "ranks", "media")
 # The Run options of every awkward run: no background records, no NaN alarm (the suite turns
 # warnings into errors), nothing printed.
 QUIET: Final[dict[str, Any]] = {"stdout": False, "system": False, "on_nonfinite": "ignore"}
@@ -165,6 +165,25 @@ def _ranks(folder: Path) -> None:
                     run.log("train_step", step=step, loss=(rank + 1) / step)
 
 
+def _media(folder: Path) -> None:
+    """`gallery`: a loss per step, and at every step an image, a histogram (with a NaN), a
+    table, a text and an audio clip, whose numbers (width, mean, rows, frames) are no metrics."""
+    # imported before the clock: pandas' C code, imported by pyarrow's, breaks on a frozen one
+    import numpy as np
+    import pandas  # noqa: F401
+
+    pixels = np.zeros((4, 6, 3), dtype=np.uint8)
+    with _clock(T0) as clock, Run("gallery", folder, config={"lr": 0.1}, **QUIET) as run:
+        for step in range(1, 5):
+            clock.tick(1)
+            run.log("train_step", step=step, loss=1 / step)
+            run.image("samples", pixels + step, step=step, caption=f"step {step}")
+            run.histogram("weights", [0.5 * step, 1.0, float("nan")], step=step, bins=4)
+            run.table("preds", [{"id": 1, "score": step / 10}], step=step)
+            run.text("sample", f"text {step}", step=step)
+            run.audio("clip", np.zeros(8), 8000, step=step)
+
+
 _WRITERS: Final = {
     "killed": _killed,
     "rerun": _rerun,
@@ -172,6 +191,7 @@ _WRITERS: Final = {
     "noconfig": _noconfig,
     "foreign": _foreign,
     "ranks": _ranks,
+    "media": _media,
 }
 
 
@@ -218,7 +238,7 @@ def _environ(**values: str) -> Iterator[None]:
 # Records runlines writes about a run, not what it learned: their numbers are no metrics.
 OWN_EVENTS: Final = frozenset(
     {"run_start", "run_end", "span", "system", "warning", "log", "nonfinite", "stall",
-     "stall_end", "artifact", "signal"}
+     "stall_end", "artifact", "signal", "image", "histogram", "table", "text", "audio"}
 )  # fmt: skip
 NOT_METRICS: Final = frozenset({"ts", "event", "run", "step", "epoch", "attempt", "rank", "n"})
 LOWER: Final = ("loss",)

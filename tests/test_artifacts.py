@@ -272,7 +272,7 @@ class TestRegisteredFiles:
         assert record["path"] == "model.pt"
 
     def test_file_sharing_only_the_root_gets_an_absolute_path(self) -> None:
-        record_path = artifacts._record_path(Path("/scratch/ckpt/last.pt"), Path("/home/me/runs"))
+        record_path = artifacts.record_path(Path("/scratch/ckpt/last.pt"), Path("/home/me/runs"))
 
         assert record_path == "/scratch/ckpt/last.pt"
 

@@ -663,6 +663,7 @@ SHAPES: Final = {
     "noconfig": {"tuned": ["failed", "ok"]},  # a restart continues
     "foreign": {"real": ["ok"]},
     "ranks": {"dist": ["ok"]},
+    "media": {"gallery": ["ok"]},
 }
 
 

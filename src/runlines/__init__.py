@@ -26,7 +26,7 @@ if typing.TYPE_CHECKING:
     from runlines._notes import note, tag, untag
     from runlines.dashboard import serve
     from runlines.fields import Field, Vocabulary
-    from runlines.reading import compare, diff, iter_events, load, runs
+    from runlines.reading import compare, diff, histograms, iter_events, load, media, runs
     from runlines.redaction import Redactor
     from runlines.run import Run
     from runlines.sql import export, query
@@ -49,8 +49,10 @@ __all__ = [
     "compare",
     "diff",
     "export",
+    "histograms",
     "iter_events",
     "load",
+    "media",
     "note",
     "query",
     "runs",
@@ -66,7 +68,10 @@ _LAZY = {
     "Redactor": "runlines.redaction",
     "Run": "runlines.run",
     **dict.fromkeys(("Field", "Vocabulary"), "runlines.fields"),
-    **dict.fromkeys(("compare", "diff", "iter_events", "load", "runs"), "runlines.reading"),
+    **dict.fromkeys(
+        ("compare", "diff", "histograms", "iter_events", "load", "media", "runs"),
+        "runlines.reading",
+    ),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
     "serve": "runlines.dashboard",
     **dict.fromkeys(("note", "tag", "untag"), "runlines._notes"),

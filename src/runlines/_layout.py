@@ -2,7 +2,8 @@
 
 A run named N in folder D writes `D/N.jsonl` (rank R > 0 of a distributed run:
 `D/N.rank<R>.jsonl`), holds `D/N.jsonl.lock` while it is open, and keeps side files in
-`D/N.artifacts/`. A finished log may have a Parquet copy, `D/N.parquet` (docs/scale.md).
+`D/N.artifacts/` (media: `D/N.artifacts/media/<media name>/`). A finished log may have a
+Parquet copy, `D/N.parquet` (docs/scale.md).
 Tags and notes go to `D/N.notes.jsonl`, which only `runlines tag`/`note` append to: it ends
 in `.jsonl` but is no log (`is_log_name`), and no run may be named `*.notes`.
 Only regular files are ever opened: a FIFO or a device named like a log would block a reader
@@ -49,6 +50,15 @@ WARNING: Final = "warning"
 LOG: Final = "log"
 # Written by the run's watcher thread: no sign that training makes progress.
 BACKGROUND_EVENTS: Final = frozenset({SYSTEM, STALL, STALL_END})
+# Media records (docs/media.md): each points at a side file under `<name>.artifacts/media/`,
+# or holds its values inline (a histogram, a short text).
+IMAGE: Final = "image"
+HISTOGRAM: Final = "histogram"
+TABLE: Final = "table"
+TEXT: Final = "text"
+AUDIO: Final = "audio"
+MEDIA_EVENTS: Final = (IMAGE, HISTOGRAM, TABLE, TEXT, AUDIO)
+MEDIA_DIR: Final = "media"
 
 _NAME_LOCK_SUFFIX: Final = ".name.lock"
 _EVENT_START: Final = b'"event":"run_start"'
@@ -133,6 +143,12 @@ def _last_record(
 def artifacts_dir(log: Path) -> Path:
     """Return the folder of a run's side files: `<name>.artifacts` next to its log."""
     return log.with_suffix(ARTIFACTS_SUFFIX)
+
+
+def media_dir(artifacts: Path, name: str) -> Path:
+    """Return the folder of media *name*'s files: `<name>.artifacts/media/<name>`; a name's
+    `/` makes sub-folders (`val/samples`)."""
+    return artifacts.joinpath(MEDIA_DIR, *name.split("/"))
 
 
 def copy_path(log: Path) -> Path:

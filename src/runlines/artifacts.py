@@ -21,7 +21,7 @@ import orjson
 from runlines import _layout
 from runlines.errors import FieldError, RunlinesWarning
 
-__all__ = ["hash_path", "save_artifact"]
+__all__ = ["check_step", "hash_path", "record_path", "save_artifact", "write_new"]
 
 _JSON_OPTIONS: Final = (
     orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
@@ -56,7 +56,7 @@ def save_artifact(
         TypeError: *obj* is of a type this cannot save.
     """
     _check_name(name)
-    step = _step_of(step)
+    step = check_step(step, "artifact")
     if (obj is None) == (path is None):
         got = "neither" if obj is None else "both"
         msg = (
@@ -74,7 +74,7 @@ def save_artifact(
         fmt, meta = plan.format, plan.meta
     record: dict[str, object] = {
         "name": name,
-        "path": _record_path(target, log_dir),
+        "path": record_path(target, log_dir),
         "bytes": size,
         "sha256": digest,
         "format": fmt,
@@ -108,8 +108,12 @@ def _check_name(name: object) -> None:
         raise FieldError(msg)
 
 
-def _step_of(step: object) -> int | None:
-    """Return *step* as an int: an int, np.int64(5) and torch.tensor(5) are steps, as in log()."""
+def check_step(step: object, what: str) -> int | None:
+    """Return *step* as an int: an int, np.int64(5) and torch.tensor(5) are steps, as in log().
+
+    Raises:
+        FieldError: a bool, a negative number, or no integer; *what* names the caller.
+    """
     if step is None:
         return None
     number: int | None = None
@@ -120,7 +124,7 @@ def _step_of(step: object) -> int | None:
             number = None
     if number is None or number < 0:
         msg = (
-            "artifact step must be a non-negative int (or a 0-d integer numpy or torch value) "
+            f"{what} step must be a non-negative int (or a 0-d integer numpy or torch value) "
             f"or None, got {step!r}"
         )
         raise FieldError(msg)
@@ -149,7 +153,9 @@ def _register(name: str, path: str | os.PathLike[str]) -> tuple[Path, int, str, 
     return target, size, digest, fmt
 
 
-def _record_path(target: Path, log_dir: Path) -> str:
+def record_path(target: Path, log_dir: Path) -> str:
+    """Return *target* as a record holds it: relative to *log_dir*, POSIX (absolute when the
+    two share nothing but the filesystem root)."""
     # Relative to the log's folder, so moving the folder (or a tree that holds both) keeps
     # the record valid; absolute when the two share nothing but the filesystem root.
     base = os.path.abspath(log_dir)
@@ -302,17 +308,32 @@ class _HashingWriter:
 def _write_new(folder: Path, stem: str, plan: _Plan) -> tuple[Path, int, str]:
     """Write *plan* to a new file in *folder*; return (path, bytes, sha256)."""
     _check_inside(folder, f"{stem}.{plan.ext}")
+    return write_new(folder, plan.ext, plan.write, lambda _sha256: stem)
+
+
+def write_new(
+    folder: Path,
+    ext: str,
+    write: Callable[[_HashingWriter], object],
+    stem_of: Callable[[str], str],
+) -> tuple[Path, int, str]:
+    """Write a new file `<stem>.<ext>` in *folder* atomically; return (path, bytes, sha256).
+
+    *write* gets a binary file that hashes what goes through it; *stem_of* gets the file's
+    sha256 once it is written. The file gets its name only once complete (and fsynced); a
+    taken name gets `-2`, `-3`, ... A crash leaves at most a hidden `.<...>.tmp` file.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    temp = folder / f".{stem}.{secrets.token_hex(4)}.tmp"  # hidden: names never start with '.'
+    temp = folder / f".{secrets.token_hex(6)}.tmp"  # hidden: names never start with '.'
     try:
         with temp.open("xb") as file:  # mode 0o666 less the umask, as any new file
             out = _HashingWriter(file)
-            plan.write(out)
+            write(out)
             file.flush()
             # fsync before the file gets its name: after a power loss the name points at
             # complete data or does not exist.
             os.fsync(file.fileno())
-        final = _link_new_name(temp, folder, stem, plan.ext)
+        final = _link_new_name(temp, folder, stem_of(out.sha256.hexdigest()), ext)
     finally:
         temp.unlink(missing_ok=True)
     return final, out.bytes, out.sha256.hexdigest()

@@ -7,7 +7,7 @@ import enum
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
@@ -322,6 +322,107 @@ class Run:
         from runlines import _notes
 
         _notes.note(self.path, text)
+
+    # -- media (docs/media.md): each call encodes in this thread, writes its side file under
+    # artifacts_dir/media/<name>/ atomically, then the record that points at it; the media
+    # module is imported on first use
+
+    def image(
+        self,
+        name: str,
+        image: Any,
+        *,
+        step: SupportsIndex,
+        caption: str | None = None,
+        format: Literal["png", "jpeg"] | None = None,
+    ) -> Path:
+        """Save *image* as PNG (or JPEG) and log an `image` record; return the file's path.
+
+        Takes a numpy array HxW or HxWx1|3|4 (uint8, or float in [0, 1]), a torch tensor CxHxW,
+        a PIL image, a matplotlib figure, or the path of a PNG or JPEG file (kept as it is).
+        """
+        self._check_open()
+        from runlines import _media as media
+
+        target, record = media.save_image(
+            self.directory, self.artifacts_dir, name, image, step=step, caption=caption,
+            format=format,
+        )  # fmt: skip
+        self._write(_layout.IMAGE, record)
+        return target
+
+    def images(
+        self,
+        name: str,
+        images: Iterable[Any],
+        *,
+        step: SupportsIndex,
+        captions: Sequence[str | None] | None = None,
+        format: Literal["png", "jpeg"] | None = None,
+    ) -> list[Path]:
+        """Save several images under one name and step: one `image` record each, with `index`."""
+        self._check_open()
+        from runlines import _media as media
+
+        saved = media.save_images(
+            self.directory, self.artifacts_dir, name, images, step=step, captions=captions,
+            format=format,
+        )  # fmt: skip
+        for _, record in saved:
+            self._write(_layout.IMAGE, record)
+        return [target for target, _ in saved]
+
+    def histogram(
+        self, name: str, values: Any, *, step: SupportsIndex, bins: int | Sequence[float] = 64
+    ) -> None:
+        """Log a `histogram` record of *values* (numpy, torch, a list) or of (counts, edges).
+
+        The bins (a count, or the edges) are inline (at most 512), as `numpy.histogram` makes
+        them; NaN and infinities are counted apart. The record also holds count, min, max,
+        mean and std.
+        """
+        self._check_open()
+        from runlines import _media as media
+
+        record = media.histogram_record(name, values, step=step, bins=bins)
+        self._write(_layout.HISTOGRAM, record)
+
+    def table(self, name: str, data: Any, *, step: SupportsIndex) -> Path:
+        """Save *data* (a DataFrame, a list of dicts) as Parquet and log a `table` record."""
+        self._check_open()
+        from runlines import _media as media
+
+        target, record = media.save_table(self.directory, self.artifacts_dir, name, data, step=step)
+        self._write(_layout.TABLE, record)
+        return target
+
+    def text(self, name: str, text: str, *, step: SupportsIndex) -> Path | None:
+        """Log a `text` record: *text* inline, or in a side file (its path returned) when longer
+        than log() inlines (100,000 characters)."""
+        self._check_open()
+        from runlines import _media as media
+
+        target, record = media.text_record(
+            self.directory, self.artifacts_dir, name, text, step=step
+        )
+        self._write(_layout.TEXT, record)
+        return target
+
+    def audio(self, name: str, samples: Any, sample_rate: int, *, step: SupportsIndex) -> Path:
+        """Save *samples* as a WAV file and log an `audio` record; return the file's path."""
+        self._check_open()
+        from runlines import _media as media
+
+        target, record = media.save_audio(
+            self.directory, self.artifacts_dir, name, samples, sample_rate, step=step
+        )
+        self._write(_layout.AUDIO, record)
+        return target
+
+    def _check_open(self) -> None:
+        """Refuse a media call once the run began to close, before any encoding."""
+        if self._state is not _State.OPEN:
+            raise self._refused()
 
     @property
     def artifacts_dir(self) -> Path:

@@ -19,7 +19,9 @@ _CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
 
 def add_commands(subparsers: Any) -> None:
     """Add `show` to *subparsers* (from ``parser.add_subparsers()``)."""
-    show = subparsers.add_parser("show", help="show a run: start, status, events, spans, artifacts")
+    show = subparsers.add_parser(
+        "show", help="show a run: start, status, events, spans, artifacts, media"
+    )
     show.add_argument("run", metavar="RUN")
     show.add_argument("--config", action="store_true", help="list every config key")
     show.add_argument("--json", action="store_true", help="print what show gathers as JSON")
@@ -42,6 +44,7 @@ def _show(args: argparse.Namespace) -> int:
         _events,
         _spans,
         _artifacts,
+        _media,
         _last_values,
     )
     for section in sections:
@@ -78,6 +81,10 @@ def _show_json(details: RunDetails, ranks: list[RunDetails]) -> Any:
             "superseded": d.superseded,
             "spans": d.spans,
             "artifacts": d.artifacts,
+            "media": [
+                {"kind": kind, "name": name, "count": count}
+                for (kind, name), count in d.media.items()
+            ],
             "last": d.last_values(),
         }
 
@@ -249,6 +256,14 @@ def _artifacts(details: RunDetails) -> str:
         for a in details.artifacts
     ]
     return "artifacts\n" + table(["NAME", "STEP", "SIZE", "PATH", "SHA256"], rows, "  ")
+
+
+def _media(details: RunDetails) -> str:
+    """Return the media records counted by kind and name (docs/media.md)."""
+    if not details.media:
+        return ""
+    rows = [[kind, name, f"{count:,}"] for (kind, name), count in sorted(details.media.items())]
+    return "media\n" + table(["KIND", "NAME", "COUNT"], rows, "  ")
 
 
 def _size(value: Any) -> str:

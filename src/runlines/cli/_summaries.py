@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from runlines._layout import MEDIA_EVENTS
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading._files import LogFile, is_locked
 from runlines.reading._lines import iter_events, lines_containing, records_of
@@ -46,6 +47,7 @@ class RunDetails:
     starts: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     artifacts: list[dict[str, Any]] = field(default_factory=list)
+    media: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, name) -> records
     # span name -> count, total_s, mean_s, max_s over the span records of every attempt
     spans: dict[str, dict[str, float]] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # RunSummary.attempts_detail
@@ -69,6 +71,9 @@ class RunDetails:
             self.starts.append(record)
         elif name == "artifact":
             self.artifacts.append(record)
+        elif name in MEDIA_EVENTS:
+            kind = (name, str(record.get("name")))
+            self.media[kind] = self.media.get(kind, 0) + 1
         elif name == "span":
             _add_span(self.spans, record)
 

@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from runlines._layout import ARTIFACT, RUN_END, RUN_START, SIGNAL, SPAN, open_regular
+from runlines._layout import (
+    ARTIFACT,
+    MEDIA_EVENTS,
+    RUN_END,
+    RUN_START,
+    SIGNAL,
+    SPAN,
+    open_regular,
+)
 from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.reading import decode_line, log_file
 from runlines.reading._rules import BOOKKEEPING as NOT_SERIES
@@ -42,7 +50,8 @@ MIN_LOG_BYTES: Final = 4 << 20
 # built from them (measured, 1M and 3M records). Past this, the JSONL is read instead, in the
 # bounded memory a series keeps, so that the server's memory stays bounded however long a run.
 MAX_COPY_RECORDS: Final = 4_000_000
-SHOWN_WHOLE: Final = frozenset({RUN_START, RUN_END, ARTIFACT, SIGNAL})  # the run page's records
+# the run page's records, and the media records /api/media lists
+SHOWN_WHOLE: Final = frozenset({RUN_START, RUN_END, ARTIFACT, SIGNAL, *MEDIA_EVENTS})
 _EXACT_INT: Final = 2**53  # beyond it, a float comparison of ints may tie where Python's does not
 _BLOCK_BYTES: Final = 1 << 20  # of the JSONL, read to find a line
 

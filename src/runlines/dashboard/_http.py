@@ -267,8 +267,12 @@ class Handler(BaseHTTPRequestHandler):
             if "\x00" in wanted:
                 msg = f"?path= holds a NUL byte, which no file name has: {wanted!r}"
                 raise ApiError(HTTPStatus.BAD_REQUEST, msg)
-            known = {a.get("path") for a in run.artifacts if isinstance(a.get("path"), str)}
-        if wanted not in known:  # only files the run's own artifact records name
+            known = {
+                a.get("path")
+                for a in (*run.artifacts, *run.media)
+                if isinstance(a.get("path"), str)
+            }
+        if wanted not in known:  # only files the run's own artifact and media records name
             msg = f"run {run.label!r} has no artifact {wanted!r}; see /api/run?run=..."
             raise ApiError(HTTPStatus.NOT_FOUND, msg)
         target = run.path.parent / wanted
@@ -535,6 +539,20 @@ def _attempts(run: RunState, status: str) -> list[dict[str, Any]]:
     return answer
 
 
+def _media(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    """Answer a run's media records (docs/media.md), filtered by ?kind= and ?name=; each file's
+    bytes come from /api/artifact?run=...&path=<its path>."""
+    run = _run(store, query)
+    kind, name = query.get("kind"), query.get("name")
+    found = [
+        {k: v for k, v in record.items() if k not in ("run",)}
+        for record in run.media
+        if (kind is None or record.get("event") == kind)
+        and (name is None or record.get("name") == name)
+    ]
+    return jsonable({"run": run.label, "media": found})
+
+
 def _artifact_entry(run: RunState, record: Mapping[str, Any]) -> dict[str, Any]:
     path = record.get("path")
     entry = {k: v for k, v in record.items() if k not in ("run", "event")}
@@ -549,4 +567,5 @@ _API: Final[dict[str, Callable[[RunStore, Mapping[str, str], float], Any]]] = {
     "/api/units": _units,
     "/api/series": _series,
     "/api/run": _detail,
+    "/api/media": _media,
 }

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from runlines._layout import flatten, is_log_name
+from runlines._layout import MEDIA_EVENTS, flatten, is_log_name
 from runlines.dashboard._history import History, read_history
 from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.errors import ReadError
@@ -116,6 +116,7 @@ class RunState:
         self.summary = RunSummary(self.path, label=self.label)
         self.attempts: list[dict[str, Any]] = []
         self.artifacts: list[dict[str, Any]] = []
+        self.media: list[dict[str, Any]] = []  # media records (docs/media.md), in log order
         self.signals: list[dict[str, Any]] = []
         self.config: Any = None
         self.environment: dict[str, Any] = {}
@@ -241,6 +242,8 @@ class RunState:
             self.attempts[-1]["end"] = record
         elif event == "artifact":
             self.artifacts.append(record)
+        elif event in MEDIA_EVENTS:
+            self.media.append(record)
         elif event == "signal":
             self.signals.append(record)
 

@@ -4,7 +4,7 @@ One module per concept: `_files` (which files make up a run), `_lines` (decoding
 `_follow` (following a growing file), `_rules` (attempts, superseded records, event filters,
 bookkeeping: what every engine and view shares), `_arrow` (the pyarrow engine), `_frames`
 (load, compare), `_summary` (a run's model: its table row and attempts), `_table` (runs),
-`_diff` (diff), `_duckdb` (SQL) and `_spark` (Spark).
+`_diff` (diff), `_media` (media, histograms), `_duckdb` (SQL) and `_spark` (Spark).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         lines_containing,
         skipped_lines_message,
     )
+    from runlines.reading._media import histograms, media
     from runlines.reading._rules import AGGREGATIONS
     from runlines.reading._summary import RunSummary, attempt_count, lifecycle, run_status
     from runlines.reading._table import runs
@@ -52,6 +53,7 @@ __all__ = [
     "diff",
     "find_logs",
     "head_record",
+    "histograms",
     "is_locked",
     "iter_events",
     "last_records",
@@ -60,6 +62,7 @@ __all__ = [
     "load",
     "lock_path",
     "log_file",
+    "media",
     "numeric_fields",
     "run_labels",
     "run_status",
@@ -84,6 +87,7 @@ _HOMES = {
         "_lines",
     ),
     "LogFollower": "_follow",
+    **dict.fromkeys(("histograms", "media"), "_media"),
     "AGGREGATIONS": "_rules",
     **dict.fromkeys(("RunSummary", "attempt_count", "lifecycle", "run_status"), "_summary"),
     "runs": "_table",

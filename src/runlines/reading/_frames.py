@@ -27,6 +27,7 @@ from runlines.reading._parquet import read_log
 from runlines.reading._rules import (
     AGGREGATIONS,
     FIRST_COLUMNS,
+    NOT_METRIC_EVENTS,
     Errors,
     as_attempt,
     check_errors,
@@ -34,6 +35,7 @@ from runlines.reading._rules import (
     event_names,
     foreign_log_message,
     import_pandas,
+    is_metric_event,
     is_runlines_record,
 )
 
@@ -537,7 +539,8 @@ def compare(
     values of different events are never combined. *by* may be any numeric field, ``ts``,
     or ``elapsed_s``: seconds since the run's first record. A distributed run is compared by
     its rank 0's records, the values `runs()` states for it (`load()` or `query()` give every
-    rank's).
+    rank's). Without *event*, the records runlines writes about a run (lifecycle, spans,
+    captures, media) are left out: an image's width or a histogram's mean is no metric.
 
     The columns are nullable ``Float64``: a value the run logged as NaN or an infinity stays
     ``nan``, ``inf`` or ``-inf``, and a step the run has no record of is ``pd.NA``
@@ -566,13 +569,19 @@ def compare(
     if "rank" in rows.columns:  # a distributed run is its rank 0, as runs() and ls state it
         rank = rows["rank"]
         rows = rows[(rank.isna() | (rank == 0)).to_numpy(dtype=bool)]
-    # an event that is no string (a hand-written `"event": []`) is no metric's event; a mask,
-    # not a list, which pandas would take for column names when no row is left
+    # an event that is no string (a hand-written `"event": []`) is no metric's event, nor,
+    # unless event= names it, one of runlines' own (an image's width, a histogram's mean); a
+    # mask, not a list, which pandas would take for column names when no row is left
     named = rows["event"]
+    metric_event = is_metric_event if event is None else (lambda e: isinstance(e, str))
     if named.dtype == object:  # a text column needs no look at each value
-        named = named.map(lambda event: isinstance(event, str)).astype(bool)
+        named = named.map(metric_event).astype(bool)
     else:
-        named = named.notna()
+        named = named.notna() & (~named.isin(NOT_METRIC_EVENTS) if event is None else True)
+    if len(rows) and not named.any() and event is None:
+        own = ", ".join(sorted(map(str, pd.unique(rows["event"]))))
+        msg = f"metric {metric!r} is only in runlines' own records ({own}), which hold no metrics"
+        raise FieldError(msg)
     rows = rows[named.to_numpy(dtype=bool)]
     events = list(pd.unique(rows["event"]))
     key = rows["run"]

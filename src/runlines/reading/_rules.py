@@ -29,10 +29,12 @@ BOOKKEEPING: Final = frozenset(
      "duration_s", "bytes", "exit_code", "count", "n", "_nonfinite", "size_bytes"}
 )  # fmt: skip
 # Events runlines writes about a run rather than what it learned (lifecycle, captured warnings
-# and logging, NaN alarms, stalls): their numbers (a warning's line number, the last finite
-# value before a NaN) are no metrics. `system` records are: users sort runs by GPU memory.
+# and logging, NaN alarms, stalls, media): their numbers (a warning's line number, the last
+# finite value before a NaN, an image's width, a histogram's mean) are no metrics. `system`
+# records are: users sort runs by GPU memory.
 NOT_METRIC_EVENTS: Final = _layout.LIFECYCLE_EVENTS | {
     _layout.WARNING, _layout.LOG, _layout.NONFINITE, _layout.STALL, _layout.STALL_END,
+    *_layout.MEDIA_EVENTS,
 }  # fmt: skip
 # Where a field's name says which way is better (the field vocabulary's metrics).
 _LOWER: Final = ("loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse")

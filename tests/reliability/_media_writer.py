@@ -1,0 +1,66 @@
+"""Zygote of the media SIGKILL trials: imports runlines and numpy once, forks one writer per trial.
+
+Reads one JSON trial spec a line on stdin: {"dir", "name", "seed"}. Each writer opens its run,
+prints `pid <pid>`, then `ack <seq>` after every run.image() (or images(), table(), audio())
+call that returned, until the test kills it; the zygote then prints `done <wait status>`.
+Run as `python _media_writer.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+import numpy as np
+import pandas  # noqa: F401 - imported once here (pyarrow's tables use it), not per writer
+import pyarrow.parquet  # noqa: F401
+
+import runlines._context
+from runlines import Run
+
+
+def write_trial(spec: dict[str, object]) -> None:
+    run = Run(str(spec["name"]), str(spec["dir"]), stdout=False, system=False, capture=False)
+    os.write(1, b"pid %d\n" % os.getpid())  # once the run is open: its log exists
+    rng = np.random.default_rng(int(str(spec["seed"])))
+    seq = 0
+    while True:
+        side = int(rng.integers(64, 320))  # noise: ~1-6 ms to encode, a kill lands mid-write
+        pixels = rng.integers(0, 256, (side, side, 3), dtype=np.uint8)
+        kind = seq % 4
+        if kind == 0:
+            run.image("samples", pixels, step=seq)
+        elif kind == 1:
+            run.images("grid", [pixels, pixels[:, :, 0]], step=seq)
+        elif kind == 2:
+            run.table("preds", [{"id": i, "score": float(i)} for i in range(side)], step=seq)
+        else:
+            run.audio("clip", rng.standard_normal(side * 50) / 4, 16000, step=seq)
+        os.write(1, b"ack %d\n" % seq)
+        seq += 1
+
+
+def no_git(cwd: str, timeout_s: float = 0.0) -> dict[str, object]:
+    """run_start's git probe starts subprocesses per Run; it has no part in durability."""
+    return {}
+
+
+def main() -> None:
+    runlines._context.git_state = no_git
+    for line in sys.stdin:
+        spec = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                write_trial(spec)
+            except BaseException:
+                traceback.print_exc()
+            os._exit(70)  # only reached when the writer failed: the test sees status 70
+        _, status = os.waitpid(pid, 0)
+        os.write(1, b"done %d\n" % status)
+
+
+if __name__ == "__main__":
+    main()
