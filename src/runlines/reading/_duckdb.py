@@ -18,7 +18,7 @@ Which attempt a record belongs to depends on its place in the file. For a file w
 the view counts the ``run_start`` records before each row with window functions that have no
 ORDER BY (``lag() OVER ()``, ``sum() OVER (ROWS UNBOUNDED PRECEDING)``): DuckDB runs them as
 streaming windows over the scan in file order, with ``preserve_insertion_order`` on, which we
-set (DuckDB's "order preservation" guarantee; tests/test_query.py checks it over many
+set (DuckDB's "order preservation" guarantee; tests/reading/test_duckdb.py checks it over many
 attempts and two threads).
 
 A finished log with a Parquet copy that matches it is read from the copy and the JSONL after
