@@ -15,7 +15,7 @@ from typing import Any
 
 from runlines.cli._terminal import printable
 from runlines.errors import RunlinesError
-from runlines.reading._rules import json_ready
+from runlines.reading._rules import import_duckdb, json_ready
 
 __all__ = ["add_commands"]
 
@@ -84,24 +84,11 @@ def _query(args: argparse.Namespace) -> int:
 def _result(
     text: str, sources: list[str], *, superseded: bool
 ) -> tuple[list[str], list[tuple[Any, ...]]] | None:
-    """Return the column names and rows of SQL *text*; None for a statement without a result.
+    """Return the column names and rows of SQL *text* (DuckDB's: NaN stays apart from NULL)."""
+    import_duckdb("query")
+    from runlines.reading import _duckdb
 
-    Taken from DuckDB's rows, not a pandas frame: a float column in pandas holds NULL as NaN,
-    so a NaN the run logged and a value it never logged would print alike.
-    """
-    import contextlib
-
-    from runlines import sql
-    from runlines.reading._duckdb import _import_duckdb, _query_error, _run_sql
-
-    with contextlib.closing(sql.connect(*sources, superseded=superseded)) as con:
-        relation = _run_sql(con, text)
-        if relation is None:  # e.g. CREATE TABLE
-            return None
-        try:
-            return list(relation.columns), relation.fetchall()
-        except _import_duckdb("query").Error as err:  # one that fails as it runs: a bad cast
-            raise _query_error(err) from err
+    return _duckdb.rows(text, *sources, superseded=superseded)
 
 
 def _rows_json(text: str, sources: list[str], *, superseded: bool) -> str:

@@ -34,6 +34,7 @@ from runlines.reading._rules import (
     did_you_mean,
     event_names,
     foreign_log_message,
+    import_duckdb,
     import_pandas,
     is_metric_event,
     is_runlines_record,
@@ -69,9 +70,10 @@ def _load_duckdb(
     if errors == "raise":
         msg = "engine='duckdb' skips bad lines and cannot raise on them; use engine='pandas'"
         raise ValueError(msg)
-    from runlines.reading._duckdb import load_duckdb
+    import_duckdb("load_duckdb()")
+    from runlines.reading import _duckdb
 
-    return load_duckdb(*sources, event=event, columns=columns, superseded=superseded)
+    return _duckdb.load_duckdb(*sources, event=event, columns=columns, superseded=superseded)
 
 
 def _prefetch_pandas(caller: str) -> None:

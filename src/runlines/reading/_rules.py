@@ -197,3 +197,12 @@ def import_arrow(caller: str) -> None:
     except ImportError as err:
         msg = f"{caller} needs numpy and pyarrow: pip install 'runlines[pandas]'"
         raise ImportError(msg) from err
+
+
+def import_duckdb(caller: str) -> None:
+    """Raise ImportError with the install line when DuckDB lacks (before reading/_duckdb)."""
+    try:
+        import duckdb  # noqa: F401
+    except ImportError as err:
+        msg = f"{caller} needs DuckDB: pip install 'runlines[duckdb]'"
+        raise ImportError(msg) from err

@@ -25,7 +25,7 @@ from runlines import Run
 from runlines.errors import FieldError, ReadError, RunlinesWarning
 from runlines.reading import compare, iter_events, load
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.fixture(name="small_blocks")

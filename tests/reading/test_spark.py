@@ -11,10 +11,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from test_duckdb import MEAN_LOSS, write_runs
 
 from _optional import skip_without
 from runlines.sql import query
-from test_query import MEAN_LOSS, write_runs
 
 pytestmark = [
     # PySpark 4 warns once that it does not fully support pandas 3; these tests use no pandas

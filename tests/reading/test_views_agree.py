@@ -1,4 +1,4 @@
-"""Issue 25's "views agree" suite: every view states what the log says.
+"""The "views agree" suite: every view states what the log says.
 
 For each awkward log of `_awkward` (killed and resumed attempts, a rerun after `ok`, NaN and
 inf, a resume without `config=`, a foreign JSONL, ranks) and each view (`runs()`, `ls`, `show`,
@@ -8,7 +8,7 @@ config, the runs listed, per-rank values) must be the oracle's, read from the lo
 
 One test per (log, view, property). A view is one function under `@view(...)`: it reads a
 case's folder and returns, per run, what it states. A view that disagrees is marked in
-`XFAILS` (strict), with the fix that removes it: none is, since issue 25's fixes.
+`XFAILS` (strict), with the fix that removes it (none is).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from _logs import T0, line, write
 from runlines import RunlinesError, RunlinesWarning
 from runlines.reading._parquet import compact, write_copy
 
-sys.path.insert(0, str(Path(__file__).parent / "reliability"))  # the reliability suite's logs
+sys.path.insert(0, str(Path(__file__).parents[1] / "reliability"))  # the reliability suite's logs
 from _reliability import examples
 from test_hostile_logs import HOSTILE, _json_values
 

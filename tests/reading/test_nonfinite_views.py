@@ -1,5 +1,5 @@
 """A logged NaN or infinity stays what it is in compare, its CLI tables, query and plot, and a
-step with no record stays missing: the two never look alike (issue 25)."""
+step with no record stays missing: the two never look alike."""
 
 from __future__ import annotations
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
 import math
 import random
 import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import orjson
 import pandas as pd
 import pytest
 
+import runlines.sql
 from _optional import needs
 from runlines import Run
 from runlines.cli._query import add_commands
@@ -452,6 +455,44 @@ class TestCommands:
         assert _cli("query", "SELECT 1", str(runs)) == 1
 
         assert "pip install 'runlines[duckdb]'" in capsys.readouterr().err
+
+
+@needs("duckdb")
+@pytest.mark.parametrize(
+    ("name", "call"),
+    [
+        ("connect()", lambda log: runlines.sql.connect(log)),
+        ("query()", lambda log: runlines.sql.query("SELECT 1", log)),
+        (
+            "query_to_file()",
+            lambda log: runlines.sql.query_to_file("SELECT 1", log, output="o.csv"),
+        ),
+        ("export()", lambda log: runlines.sql.export(log, output="o.parquet")),
+        ("load_duckdb()", lambda log: runlines.sql.load_duckdb(log)),
+        ("load_duckdb()", lambda log: load(log, engine="duckdb")),
+    ],
+    ids=["connect", "query", "query_to_file", "export", "load_duckdb", "load"],
+)
+def test_each_reader_names_the_extra_when_duckdb_goes_after_the_engine_was_imported(
+    runs: Path, monkeypatch: pytest.MonkeyPatch, name: str, call: Callable[[Path], object]
+) -> None:
+    importlib.import_module("runlines.reading._duckdb")
+    monkeypatch.setitem(sys.modules, "duckdb", None)
+
+    with pytest.raises(
+        ImportError, match=re.escape(f"{name} needs DuckDB: pip install 'runlines[duckdb]'")
+    ):
+        call(runs)
+
+
+@needs("duckdb")
+def test_the_view_is_the_one_runlines_sql_names(runs: Path) -> None:
+    with contextlib.closing(connect(runs)) as con:
+        found = con.execute(f"SELECT count(*) FROM {runlines.sql.VIEW}").fetchone()
+
+    assert runlines.sql.VIEW == importlib.import_module("runlines.reading._duckdb").VIEW
+    assert found is not None
+    assert found[0] == len(query("SELECT * FROM records", runs)) > 0
 
 
 def test_import_runlines_does_not_import_duckdb() -> None:
