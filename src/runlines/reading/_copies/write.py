@@ -75,7 +75,7 @@ def write_copy(path: str | os.PathLike[str]) -> Path | None:
         state, summary_bad = python_summary(log.path, covers_bytes)
     table, pieces, group_of = storage_table(parsed.pieces)
     # the records no later attempt supersedes, in line order, then the superseded ones: the
-    # columns' first rows are then load()'s columns as they are (see `_arrow._in_order`)
+    # columns' first rows are then load()'s columns as they are (see `in_order_layout`)
     positions = columns.full.positions
     where = np.concatenate(positions) if positions else np.zeros(0, np.int64)
     attempt, superseded = attempts_of(columns, [parsed])
