@@ -69,7 +69,8 @@ def test_a_run_opened_in_a_fresh_process_writes_its_records(tmp_path: Path) -> N
 NOT_FOR_LOAD = (
     *("runlines.run", "runlines._writer", "runlines.redaction", "runlines.sampling"),
     *("runlines.reading._diff", "runlines.reading._summary", "runlines.reading._table"),
-    *("runlines.reading._summary_columns", "difflib", "statistics"),
+    *("runlines.reading._copies.summary", "runlines.reading._copies.write", "difflib"),
+    "statistics",
 )
 
 

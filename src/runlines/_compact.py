@@ -56,12 +56,11 @@ def compact_at_close(log: Path, compact: bool | None) -> None:
 
 def _write(log: Path, failure: list[BaseException]) -> None:
     try:
+        from runlines.reading import _copies
         from runlines.reading._rules import import_arrow
 
         import_arrow("the Parquet copy")
-        from runlines.reading._parquet import write_copy
-
-        write_copy(log)
+        _copies.write_copy(log)
     except Exception as err:  # a copy never fails the job: it is a cache of the log
         failure.append(err)
 

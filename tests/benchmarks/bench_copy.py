@@ -36,7 +36,7 @@ from runlines import Run
 WRITE = (  # a job has imported runlines; its close imports the copy's writer
     "import sys, time, runlines\n"
     "start = time.perf_counter()\n"
-    "from runlines.reading._parquet import write_copy\n"
+    "from runlines.reading._copies import write_copy\n"
     "write_copy(sys.argv[1])\n"
     "print(time.perf_counter() - start, 'pandas' in sys.modules)\n"
 )

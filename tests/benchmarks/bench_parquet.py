@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_load import Measure, measure, median, write_logs
 
-from runlines.reading._parquet import write_copy
+from runlines.reading._copies import write_copy
 
 _TIMED = (
     "import sys, time, warnings; import pandas as pd; warnings.simplefilter('ignore');"

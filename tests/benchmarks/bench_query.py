@@ -180,7 +180,7 @@ def table(title: str, results: dict[str, list[Measure]], baseline: str) -> str:
 
 def copy_table(root: Path, records: int, repeat: int) -> str:
     """Return the table of each query of COPY_QUERIES on one run, JSONL only and with its copy."""
-    from runlines.reading._parquet import compact
+    from runlines.reading._copies import compact
 
     plain, copied = root / f"jsonl-{records}", root / f"copy-{records}"
     if not plain.exists():

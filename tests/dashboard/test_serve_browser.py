@@ -230,7 +230,7 @@ def test_x_axis_log_y_and_smoothing_redraw_the_charts(
 def test_a_stale_copy_is_named_in_the_table_and_on_the_run_page(
     serve_dir: Path, page: Any, errors: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runlines.reading._parquet import write_copy
+    from runlines.reading._copies import write_copy
 
     monkeypatch.setattr("runlines.dashboard._history.MIN_LOG_BYTES", 0)  # a small log for a big one
 

@@ -28,8 +28,8 @@ from runlines.dashboard._history import read_history
 from runlines.dashboard._http import _API, dumps
 from runlines.dashboard._runs import RunStore
 from runlines.dashboard._series import MAX_BUCKETS, MAX_MARKS, Series
+from runlines.reading._copies import compact, write_copy
 from runlines.reading._follow import LogFollower
-from runlines.reading._parquet import compact, write_copy
 
 NOW = T0 + 10_000.0
 

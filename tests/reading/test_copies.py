@@ -24,12 +24,14 @@ import runlines._compact as compacting
 from _logs import T0, line, raw, write
 from runlines._encoding import encode_line
 from runlines.cli import main
-from runlines.reading import _arrow
-from runlines.reading import _parquet as parquet
-from runlines.reading._arrow import _Columns, _FileReader
+from runlines.reading._columnar import Columns, FileReader
+from runlines.reading._columnar import blocks as engine
+from runlines.reading._copies import compact, write_copy
+from runlines.reading._copies import format as copy_format
+from runlines.reading._copies import write as copy_write
+from runlines.reading._copies.summary import declines, line_reader, python_summary, summary_state
+from runlines.reading._copies.write import complete_lines, reordered
 from runlines.reading._files import log_file
-from runlines.reading._parquet import _complete_lines, _python_summary, compact, write_copy
-from runlines.reading._summary_columns import declines, line_reader, summary_state
 
 
 def _train(directory: Path, name: str = "r", steps: int = 20, **options: Any) -> Path:
@@ -110,7 +112,7 @@ class TestAtClose:
         def fail(path: Any) -> None:
             raise OSError("disk full")
 
-        monkeypatch.setattr("runlines.reading._parquet.write_copy", fail)
+        monkeypatch.setattr("runlines.reading._copies.write_copy", fail)
 
         with pytest.warns(runlines.RunlinesWarning, match="Parquet copy .* was not written"):
             log = _train(tmp_path, compact=True)
@@ -249,15 +251,15 @@ def _normal(state: dict[str, Any]) -> Any:
 def _states(path: Path) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """Return the summary state from the parsed columns (None: declined), and from Python."""
     log = log_file(path)
-    _, data = _complete_lines(path)
-    reader = _FileReader(log, data, None, find_nulls=True)
+    _, data = complete_lines(path)
+    reader = FileReader(log, data, None, find_nulls=True)
     parsed = reader.read()
     read_line = line_reader(path, reader.main.starts, reader.main.ends)
     try:
-        state = summary_state(parsed, _Columns([parsed]), read_line)
+        state = summary_state(parsed, Columns([parsed]), read_line)
     finally:
         read_line.close()
-    return state, _python_summary(path, len(data))[0]
+    return state, python_summary(path, len(data))[0]
 
 
 def _runs_and_warnings(path: Path) -> tuple[pd.DataFrame, list[str]]:
@@ -285,8 +287,8 @@ class TestSummaryFromColumns:
             return json.dumps(record, allow_nan=True).encode() + b"\n"
 
         # small buckets and blocks: several pieces, as a big log has
-        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(_arrow, "_MIN_BUCKET", 2), \
-                mock.patch.object(_arrow, "_BLOCK_BYTES", 300):  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(engine, "MIN_BUCKET", 2), \
+                mock.patch.object(engine, "BLOCK_BYTES", 300):  # fmt: skip
             path = Path(tmp) / "h.jsonl"
             path.write_bytes(b"".join(encoded(r) for r in records * repeat))
 
@@ -374,7 +376,7 @@ class TestDamage:
     """A copy's own bytes are checked: a damaged or rewritten copy is not used, with a warning."""
 
     def _read(self, log: Path) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-        parquet._cache.clear()  # a fresh process: nothing verified yet
+        copy_format.cache.clear()  # a fresh process: nothing verified yet
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             frames = runlines.load(log), runlines.runs(log)
@@ -417,7 +419,7 @@ class TestDamage:
         ]
         kept = {k: v for k, v in pq.read_metadata(copy).metadata.items() if b"runlines" in k}
         pq.write_table(pa.table(columns, schema=table.schema.with_metadata(kept)), copy)
-        parquet._cache.clear()
+        copy_format.cache.clear()
 
         with pytest.warns(runlines.RunlinesWarning, match="r.parquet is not used: .*bytes"):
             frame = runlines.load(log)
@@ -484,8 +486,8 @@ class TestLoadFromCopies:
         def encoded(rows: list[dict[str, Any]]) -> bytes:
             return b"".join(json.dumps(r, allow_nan=True).encode() + b"\n" for r in rows)
 
-        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(_arrow, "_MIN_BUCKET", 2), \
-                mock.patch.object(_arrow, "_BLOCK_BYTES", 300):  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp, mock.patch.object(engine, "MIN_BUCKET", 2), \
+                mock.patch.object(engine, "BLOCK_BYTES", 300):  # fmt: skip
             path = Path(tmp) / "h.jsonl"
             path.write_bytes(encoded(records * repeat))
             plain = _loads_and_warnings(path)
@@ -581,55 +583,18 @@ class TestLoadFromCopies:
 
 
 class TestFooter:
-    """runs() reads a copy's footer itself: what pyarrow's read_metadata gives, or asks it."""
+    """runs() reads a copy's footer with pyarrow, once per copy and process."""
 
-    def _keys(self) -> list[bytes]:
-        return [b"runlines.copy", b"runlines.pieces", b"runlines.summary"]
-
-    def test_the_footer_values_are_those_pyarrow_reads(self, tmp_path: Path) -> None:
-        # a string field that holds the key's bytes: the column statistics hold them too
+    def test_a_field_holding_the_footer_keys_bytes_reads_as_itself(self, tmp_path: Path) -> None:
+        # a string field that holds a key's bytes: the column statistics hold them too
         marker = "\x18\x10runlines.summary\x18\x05hello\x00"
         path = write(tmp_path / "r.jsonl", *(line("note", text=marker, step=i) for i in range(5)))
-        copy = write_copy(path)
-        assert copy is not None
-        expected = pq.read_metadata(copy).metadata
+        assert write_copy(path) is not None
 
-        with copy.open("rb") as file:
-            found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
+        frame = runlines.runs(path)
 
-        assert found is not None
-        assert {key: value for key, (value, _) in found.items()} == {
-            key: expected[key] for key in self._keys()
-        }
-        assert runlines.runs(path).loc[0, "step"] == 4
-
-    def test_a_footer_too_long_for_the_first_read_is_read_whole(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(parquet, "_FOOTER_READ", 64)
-        copy = write_copy(_train(tmp_path, compact=False))
-        assert copy is not None
-
-        with copy.open("rb") as file:
-            found = parquet._footer_values(file.fileno(), copy.stat().st_size, self._keys())
-
-        assert found is not None
-        assert {key: value for key, (value, _) in found.items()} == {
-            key: pq.read_metadata(copy).metadata[key] for key in self._keys()
-        }
-
-    def test_a_footer_it_cannot_read_is_read_by_pyarrow(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        log = _train(tmp_path, compact=False)
-        plain = runlines.runs(log)
-        write_copy(log)
-        monkeypatch.setattr(parquet, "_footer_values", lambda *args: None)
-        monkeypatch.setattr(parquet, "_cache", {})
-
-        copied = runlines.runs(log)
-
-        pd.testing.assert_frame_equal(plain, copied)
+        assert frame.loc[0, "step"] == 4
+        assert runlines.load(path)["text"].tolist() == [marker] * 5
 
     def test_a_copy_written_again_is_read_again_not_from_the_cache(self, tmp_path: Path) -> None:
         log = _train(tmp_path, compact=True)
@@ -683,8 +648,8 @@ class TestVerifiedLogs:
 
     def _log(self, tmp_path: Path) -> Path:
         log = _train(tmp_path, steps=2_000, compact=True)
-        assert log.stat().st_size > 10 * parquet._SAMPLE_BYTES
-        parquet._verified.clear()
+        assert log.stat().st_size > 10 * copy_format.SAMPLE_BYTES
+        copy_format.verified.clear()
         stat = log.stat()
         os.utime(log, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # touched, as cp does
         return log
@@ -753,7 +718,7 @@ def test_a_table_is_reordered_as_take_would(order: list[int], slices: int) -> No
     import pyarrow as pa
 
     table = pa.table({"a": list(range(12)), "b": [str(i) for i in range(12)]})
-    with mock.patch.object(parquet, "_MAX_SLICES", slices):  # by slices, or by take()
-        reordered = parquet._reordered(pa, table, np.asarray(order, dtype=np.int64))
+    with mock.patch.object(copy_write, "MAX_SLICES", slices):  # by slices, or by take()
+        found = reordered(table, np.asarray(order, dtype=np.int64))
 
-    assert reordered.to_pylist() == table.take(order).to_pylist()
+    assert found.to_pylist() == table.take(order).to_pylist()

@@ -32,7 +32,7 @@ import runlines
 import runlines.sql
 from _logs import T0, line, write
 from runlines import RunlinesError, RunlinesWarning
-from runlines.reading._parquet import compact, write_copy
+from runlines.reading._copies import compact, write_copy
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "reliability"))  # the reliability suite's logs
 from _reliability import examples
@@ -548,7 +548,7 @@ def test_the_copy_is_written_without_importing_pandas(tmp_path: Path) -> None:
     logs.append(_mixed(tmp_path / "mixed.jsonl", 6000))
     code = (
         "import sys\n"
-        "from runlines.reading._parquet import write_copy\n"
+        "from runlines.reading._copies import write_copy\n"
         "for path in sys.argv[1:]:\n"
         "    write_copy(path)\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] == 'pandas'))\n"

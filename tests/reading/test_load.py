@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import runlines.reading._arrow as reading  # the pyarrow engine: its private knobs
+import runlines.reading._columnar.blocks as reading  # the block reader: its knobs
 from _logs import T0, line, raw, train, write
 from runlines import Run
 from runlines.errors import FieldError, ReadError, RunlinesWarning
@@ -35,9 +35,9 @@ def _small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _shrink(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(reading, "_BLOCK_BYTES", 400)
-    monkeypatch.setattr(reading, "_MIN_BUCKET", 2)
-    monkeypatch.setattr(reading, "_PYTHON_LINES", 3)
+    monkeypatch.setattr(reading, "BLOCK_BYTES", 400)
+    monkeypatch.setattr(reading, "MIN_BUCKET", 2)
+    monkeypatch.setattr(reading, "PYTHON_LINES", 3)
 
 
 class TestLoad:

@@ -19,11 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import runlines
-import runlines.reading._arrow as reading  # the pyarrow engine: its private knobs
 from runlines import RunlinesWarning
 from runlines._encoding import encode_line
 from runlines.errors import RunlinesError
-from runlines.reading._parquet import write_copy
+from runlines.reading import _columnar
+from runlines.reading._columnar import blocks as reading  # the block reader: its knobs
+from runlines.reading._copies import write_copy
 
 
 def _load(path: Path, **kwargs: Any) -> tuple[pd.DataFrame, list[str]]:
@@ -168,7 +169,7 @@ class TestSameFrame:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bytes: int
     ) -> None:
         """Thousands of lines: events in buckets of their own, read in blocks, every odd line."""
-        monkeypatch.setattr(reading, "_BLOCK_BYTES", block_bytes)
+        monkeypatch.setattr(reading, "BLOCK_BYTES", block_bytes)
         path = tmp_path / "r.jsonl"
         path.write_bytes(b"".join(_bucket_lines(6000)))
 
@@ -259,12 +260,12 @@ class TestTrust:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         path = self._log_and_copy(tmp_path)
-        import runlines.reading._parquet as parquet
+        from runlines.reading._copies import read
 
         def no_parse(*args: Any, **kwargs: Any) -> None:
             raise AssertionError("the JSONL was parsed")
 
-        monkeypatch.setattr(parquet, "_FileReader", no_parse)
+        monkeypatch.setattr(read, "FileReader", no_parse)
 
         assert len(runlines.load(path)) == 100
 
@@ -368,15 +369,15 @@ class TestMemory:
         if copied:
             write_copy(path)
         released: list[str] = []
-        release = reading._Columns.release
+        release = _columnar.Columns.release
 
-        def noted(table: reading._Columns, name: str) -> None:
+        def noted(table: _columnar.Columns, name: str) -> None:
             release(table, name)
             released.append(name)
             assert all(p.column(name) is None or p.column(name).null_count == len(p.column(name))
                        for p in table.pieces)  # fmt: skip
 
-        monkeypatch.setattr(reading._Columns, "release", noted)
+        monkeypatch.setattr(_columnar.Columns, "release", noted)
 
         frame = runlines.load(path)
 
@@ -387,7 +388,7 @@ class TestMemory:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         path = self._log(tmp_path)
-        monkeypatch.setattr(reading._Columns, "release", lambda *args: pytest.fail("released"))
+        monkeypatch.setattr(_columnar.Columns, "release", lambda *args: pytest.fail("released"))
 
         frame = runlines.load(path, event="train")
 

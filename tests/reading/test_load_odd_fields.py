@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import runlines.reading._arrow as reading  # the pyarrow engine: its private knobs
+import runlines.reading._columnar.blocks as reading  # the block reader: its knobs
 from _logs import line, raw, train, write
 from runlines.reading import decode_line, iter_events, load
 
@@ -18,9 +18,9 @@ from runlines.reading import decode_line, iter_events, load
 def _small_blocks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Run each test with the default blocks and with tiny ones, so every path is walked."""
     if request.param:
-        monkeypatch.setattr(reading, "_BLOCK_BYTES", 400)
-        monkeypatch.setattr(reading, "_MIN_BUCKET", 2)
-        monkeypatch.setattr(reading, "_PYTHON_LINES", 3)
+        monkeypatch.setattr(reading, "BLOCK_BYTES", 400)
+        monkeypatch.setattr(reading, "MIN_BUCKET", 2)
+        monkeypatch.setattr(reading, "PYTHON_LINES", 3)
 
 
 @pytest.mark.usefixtures("small_blocks")

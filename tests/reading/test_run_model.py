@@ -20,8 +20,8 @@ from runlines.cli._top import Top
 from runlines.dashboard._runs import NOT_SERIES, RunStore, _File
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading import RunSummary
+from runlines.reading._copies import write_copy
 from runlines.reading._follow import LogFollower
-from runlines.reading._parquet import write_copy
 from runlines.reading._rules import BOOKKEEPING, direction
 from runlines.reading._table import summary_of
 

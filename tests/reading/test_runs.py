@@ -17,8 +17,8 @@ from _logs import T0, line, write
 from runlines.cli import main
 from runlines.dashboard._runs import _File
 from runlines.reading import RunSummary
+from runlines.reading._copies import write_copy
 from runlines.reading._follow import LogFollower
-from runlines.reading._parquet import write_copy
 from runlines.reading._rules import NOT_METRIC_EVENTS
 from runlines.reading._summary import is_stalled
 

@@ -23,7 +23,7 @@ from test_hostile_logs import HOSTILE, _hostile_records
 
 import runlines
 from runlines import RunlinesError, RunlinesWarning
-from runlines.reading._parquet import write_copy
+from runlines.reading._copies import write_copy
 
 
 def _outcome(read: Callable[[], Any]) -> tuple[Any, list[str]]:

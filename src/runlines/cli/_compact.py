@@ -18,11 +18,10 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from runlines.reading import _copies
     from runlines.reading._rules import import_arrow
 
     import_arrow("compact")
-    from runlines.reading._parquet import compact
-
-    for copy in compact(*args.sources):
+    for copy in _copies.compact(*args.sources):
         print(copy)
     return 0

@@ -1,6 +1,6 @@
 """A log's history from its Parquet copy: what the dashboard would have read from its JSONL.
 
-The copy (see `runlines.reading._parquet`) is used only while it matches the JSONL's bytes; it
+The copy (see `runlines.reading._copies`) is used only while it matches the JSONL's bytes; it
 then gives, column by column, the series, spans and steps the dashboard keeps, and the run's
 summary. The few records the page shows whole (run_start, run_end, artifact, signal) are read
 from the JSONL itself, by line number. The JSONL after the covered bytes is tailed as before.
@@ -29,7 +29,7 @@ from runlines._layout import (
     open_regular,
 )
 from runlines.dashboard._series import NUMERIC, Series, as_float
-from runlines.reading import decode_line, log_file
+from runlines.reading import _columnar, _copies, decode_line, log_file
 from runlines.reading._rules import BOOKKEEPING as NOT_SERIES
 from runlines.reading._rules import is_metric_event
 
@@ -99,6 +99,8 @@ def read_history(path: Path, *, label: str | None = None) -> tuple[History | Non
             history = _history(path, label)
         except (_Inexact, OSError, ValueError):  # the log changed under us, or odd columns
             history = None
+        except ImportError:  # no pyarrow: the JSONL is read
+            history = None
         except Exception as err:  # a bug must cost the copy only, never the log's reading
             warnings.warn(
                 f"{path}: its copy could not be read ({err!r}); please report it", stacklevel=1
@@ -108,17 +110,15 @@ def read_history(path: Path, *, label: str | None = None) -> tuple[History | Non
 
 
 def _history(path: Path, label: str | None) -> History | None:
-    from runlines.reading._parquet import _copy_or_none, _usable_copy
-
     before = os.stat(path)
     log = log_file(path)
-    usable = _usable_copy(log)
-    if usable is None:
+    copy = _copies.usable_copy(log, stacklevel=3)
+    if copy is None:
         return None
-    meta = usable[0]
+    meta = copy.meta
     if meta.summary["records"] > MAX_COPY_RECORDS:
         return None
-    parsed = _copy_or_none(log, *usable, None)
+    parsed = _copies.read_copy(copy)
     after = os.stat(path)
     identity = (before.st_dev, before.st_ino)
     if parsed is None or identity != (after.st_dev, after.st_ino):
@@ -153,11 +153,11 @@ class _FileColumns:
     def __init__(self, parsed: Any, torn: list[int]) -> None:
         import numpy as np
 
-        from runlines.reading._arrow import _Columns, _layout
-
-        self.table = _Columns([parsed])
+        self.table = _columnar.Columns([parsed])
         lines = np.zeros(self.table.num_rows, dtype=np.int64)
-        for piece, at in zip(parsed.pieces, _layout([parsed], None).positions, strict=True):
+        for piece, at in zip(
+            parsed.pieces, _columnar.lay_out([parsed], None).positions, strict=True
+        ):
             lines[at] = piece.lines
         keep = ~np.isin(lines + 1, np.asarray(torn, dtype=np.int64))
         self.rows = np.flatnonzero(keep)  # the records, as rows of the table
@@ -174,13 +174,11 @@ class _FileColumns:
         """
         import numpy as np
 
-        from runlines.reading._arrow import _Numbers
-
         if name not in self.table.names or not (texts or self._may_hold_numbers(name)):
             return None
         column = self.table.build(name, self.table.full)
-        if isinstance(column, _Numbers):
-            return _Numbers(column.values[self.rows], column.valid[self.rows])
+        if isinstance(column, _columnar.Numbers):
+            return _columnar.Numbers(column.values[self.rows], column.valid[self.rows])
         if isinstance(column, np.ndarray):
             return column[self.rows]
         return column.take(self.rows)
@@ -192,8 +190,6 @@ class _FileColumns:
         """
         import numpy as np
 
-        from runlines.reading._arrow import _arrow_kind
-
         names: dict[str, int] = {}
         codes = np.full(self.table.num_rows, -1, dtype=np.int64)
         for piece, at in zip(self.table.pieces, self.table.full.positions, strict=True):
@@ -201,7 +197,7 @@ class _FileColumns:
                 codes[at] = names.setdefault(piece.event, len(names))
                 continue
             column = piece.column("event")
-            if column is not None and _arrow_kind(column.type) == "str":
+            if column is not None and _columnar.arrow_kind(column.type) == "str":
                 found, texts = _texts(column)
                 known = np.array([names.setdefault(t, len(names)) for t in texts] + [-1])
                 codes[at] = known[found]  # a row without a text (-1) takes the -1 at the end
@@ -212,11 +208,13 @@ class _FileColumns:
 
     def _may_hold_numbers(self, name: str) -> bool:
         """Return whether field *name* has a number in some row, by the pieces' types."""
-        from runlines.reading._arrow import _arrow_kind
-
         for piece in self.table.pieces:
             place = piece.places.get(name)
-            kind = None if place is None else _arrow_kind(piece.table.schema.field(place).type)
+            kind = (
+                None
+                if place is None
+                else _columnar.arrow_kind(piece.table.schema.field(place).type)
+            )
             if kind in ("int", "float"):
                 return True
             if any(type(v) in NUMERIC for v in piece.patches.get(name, ((), ()))[1]):
@@ -349,11 +347,9 @@ class _Values:
     def __init__(self, column: Any, size: int) -> None:
         import numpy as np
 
-        from runlines.reading._arrow import _Numbers
-
         self.python: Any = None  # Python's values, for a column of mixed or nested values
         self.numbers: Any = None  # numpy's, for a column of ints or of floats
-        if isinstance(column, _Numbers) and column.values.dtype != np.bool_:
+        if isinstance(column, _columnar.Numbers) and column.values.dtype != np.bool_:
             self.numbers = column.values
             self.numeric: _Bools = column.valid.copy()
         elif isinstance(column, np.ndarray):
@@ -419,9 +415,7 @@ def _texts(column: Any) -> tuple[_Ints, list[str]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from runlines.reading._arrow import _Numbers
-
-    if column is None or isinstance(column, _Numbers):
+    if column is None or isinstance(column, _columnar.Numbers):
         size = 0 if column is None else len(column)
         return np.full(size, -1, dtype=np.int64), []
     if isinstance(column, np.ndarray):
@@ -437,9 +431,7 @@ def _floats(column: Any) -> _Floats:
     """Return a row's ts as the dashboard reads it: a JSON number as a float, else NaN."""
     import numpy as np
 
-    from runlines.reading._arrow import _Numbers
-
-    if isinstance(column, _Numbers):
+    if isinstance(column, _columnar.Numbers):
         if column.values.dtype == np.bool_:
             return np.full(len(column), np.nan)
         return np.where(column.valid, column.values.astype(np.float64), np.nan)

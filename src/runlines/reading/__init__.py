@@ -2,9 +2,10 @@
 
 One module per concept: `_files` (which files make up a run), `_lines` (decoding lines),
 `_follow` (following a growing file), `_rules` (attempts, superseded records, event filters,
-bookkeeping: what every engine and view shares), `_arrow` (the pyarrow engine), `_frames`
-(load, compare), `_summary` (a run's model: its table row and attempts), `_table` (runs),
-`_diff` (diff), `_media` (media, histograms), `_duckdb` (SQL) and `_spark` (Spark).
+bookkeeping: what every engine and view shares), `_columnar` (the pyarrow engine), `_copies`
+(the Parquet copy of a finished log), `_frames` (load, compare), `_summary` (a run's model:
+its table row and attempts), `_table` (runs), `_diff` (diff), `_media` (media, histograms),
+`_duckdb` (SQL) and `_spark`.
 """
 
 from __future__ import annotations

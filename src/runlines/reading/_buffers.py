@@ -2,7 +2,7 @@
 
 pyarrow's own conversions (`Array.to_numpy`, `pa.array`, `pa.scalar`) ask pandas whether the
 value is one of its types, and so import it: about half a second of a fresh process. The copy
-that a run writes as it closes (`reading/_parquet.py`) needs none of pandas, so its path
+that a run writes as it closes (`reading/_copies/write.py`) needs none of pandas, so its path
 converts here, from the buffers Arrow documents for primitive arrays: a validity bitmap (bit i
 of byte i // 8, least significant first) and the values, after the array's offset.
 """

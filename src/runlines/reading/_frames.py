@@ -9,21 +9,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from runlines.errors import FieldError, ReadError, RunlinesWarning
-from runlines.reading._arrow import (
-    _arrow_kind,
-    _as_floats,
-    _attempts,
-    _Columns,
-    _event_rows,
-    _in_threads,
-    _Layout,
-    _layout,
-    _Numbers,
-    _ParsedLog,
-    _values_at,
-)
+from runlines.reading import _columnar, _copies
 from runlines.reading._files import LogFile, find_logs, run_labels
-from runlines.reading._parquet import read_log
 from runlines.reading._rules import (
     AGGREGATIONS,
     FIRST_COLUMNS,
@@ -155,14 +142,14 @@ def _load_frame(
     _prefetch_pandas(caller)
     import numpy as np
 
-    logs = [read_log(log, errors, names) for log in found]
+    logs = [_copies.read_log(log, errors, names) for log in found]
     logs = check_foreign(logs, refuse=refuse_foreign, sources=sources)
     pd = import_pandas(caller)
-    table = _Columns(logs)
-    attempt, rewound = _attempts(table, logs)
+    table = _columnar.Columns(logs)
+    attempt, rewound = _columnar.attempts_of(table, logs)
     keep = np.ones(table.num_rows, dtype=bool) if superseded else ~rewound
     if names is not None:
-        keep &= _event_rows(table, names, {e for log in logs for e in log.skipped})
+        keep &= _columnar.event_rows(table, names, {e for log in logs for e in log.skipped})
     # with no event filter, or columns named, the table gives the frame and nothing more
     done = names is None or columns is not None
     output = _output_names(table, logs, columns)
@@ -184,30 +171,30 @@ def load_with_presence(
     """
     found = find_logs(source)
     _prefetch_pandas(caller)
-    logs = [read_log(log, "warn", None) for log in found]
+    logs = [_copies.read_log(log, "warn", None) for log in found]
     check_foreign(logs, refuse=True)
     pd = import_pandas(caller)
-    table = _Columns(logs)
-    attempt, rewound = _attempts(table, logs)
+    table = _columnar.Columns(logs)
+    attempt, rewound = _columnar.attempts_of(table, logs)
     keep = ~rewound
     frame = _frame(pd, table, logs, keep, attempt, _output_names(table, logs, None))
     whole = bool(keep.all())
-    layout = table.full if whole else _layout(logs, keep)
+    layout = table.full if whole else _columnar.lay_out(logs, keep)
     present: dict[str, _Bools] = {}
     for name in frame.columns:
         if name in table.names and name not in FIRST_COLUMNS:
             column = table.get(name) if whole else table.build(name, layout)
-            if isinstance(column, _Numbers):
+            if isinstance(column, _columnar.Numbers):
                 present[name] = column.valid
     return frame, present
 
 
 def check_foreign(
-    logs: Iterable[_ParsedLog],
+    logs: Iterable[_columnar.ParsedLog],
     *,
     refuse: bool,
     sources: Iterable[str | os.PathLike[str]] | None = None,
-) -> list[_ParsedLog]:
+) -> list[_columnar.ParsedLog]:
     """Return *logs*, having warned about each that is no runlines log (it has records, none
     with a text `event` and a numeric `ts`); with *refuse* (`diff`, `compare`), raise
     ReadError for one named in *sources* itself, and leave out one found in a folder.
@@ -226,7 +213,7 @@ def check_foreign(
     return kept
 
 
-def _shaped(parsed: _ParsedLog) -> bool:
+def _shaped(parsed: _columnar.ParsedLog) -> bool:
     """Return whether a record of *parsed* has a text event and a numeric ts."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -277,7 +264,7 @@ def _is_text(kind: Any) -> bool:
     return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
-def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str]:
+def _logged_fields(names: list[str], table: _columnar.Columns, wanted: _Bools) -> set[str]:
     """Return which of *names* a record of the wanted events has, as None, NaN or anything.
 
     *wanted* is, per output row, whether its event is wanted.
@@ -296,12 +283,12 @@ def _logged_fields(names: list[str], table: _Columns, wanted: _Bools) -> set[str
     return found
 
 
-def _has_rank(table: _Columns, logs: list[_ParsedLog]) -> bool:
+def _has_rank(table: _columnar.Columns, logs: list[_columnar.ParsedLog]) -> bool:
     return "rank" in table.names or any(p.log.rank is not None for p in logs)
 
 
 def _output_names(
-    table: _Columns, logs: list[_ParsedLog], columns: Iterable[str] | None
+    table: _columnar.Columns, logs: list[_columnar.ParsedLog], columns: Iterable[str] | None
 ) -> list[str]:
     derived = ["rank", "attempt"] if _has_rank(table, logs) else ["attempt"]
     if columns is None:
@@ -320,8 +307,8 @@ def _output_names(
 
 def _frame(
     pd: Any,
-    table: _Columns,
-    logs: list[_ParsedLog],
+    table: _columnar.Columns,
+    logs: list[_columnar.ParsedLog],
     keep: _Bools,
     attempt: _Ints,
     names: list[str],
@@ -335,7 +322,7 @@ def _frame(
     import numpy as np
 
     whole = bool(keep.all())  # the table's own layout (made only when asked for)
-    layout = table.full if whole else _layout(logs, keep)
+    layout = table.full if whole else _columnar.lay_out(logs, keep)
 
     def built(name: str) -> Any:
         return table.get(name) if whole else table.build(name, layout)
@@ -359,11 +346,13 @@ def _frame(
         if name == "rank":
             return _rank_column(pd, table, layout, logs, which_log)
         values = built(name)
-        if present is not None and name in present and isinstance(values, _Numbers):
+        if present is not None and name in present and isinstance(values, _columnar.Numbers):
             present[name] = values.valid
         return _series(pd, values, as_float=name == "ts")
 
-    return pd.DataFrame(dict(zip(names, _in_threads(column, names), strict=True)), copy=False)
+    return pd.DataFrame(
+        dict(zip(names, _columnar.in_threads(column, names), strict=True)), copy=False
+    )
 
 
 def _own_attempts(own: Any, derived: _Ints) -> Any:
@@ -376,16 +365,16 @@ def _own_attempts(own: Any, derived: _Ints) -> Any:
     """
     import numpy as np
 
-    if isinstance(own, _Numbers) and own.values.dtype == np.int64:
+    if isinstance(own, _columnar.Numbers) and own.values.dtype == np.int64:
         return np.where(own.valid, own.values, derived)
-    if isinstance(own, _Numbers):
+    if isinstance(own, _columnar.Numbers):
         rows = np.flatnonzero(own.valid & ~np.isnan(own.values.astype(np.float64)))
     elif isinstance(own, np.ndarray):
         rows = np.flatnonzero(np.array([v is not None for v in own], dtype=bool))
     else:
         rows = np.flatnonzero(own.is_valid().to_numpy(zero_copy_only=False))
     merged = derived.astype(object)
-    for row, value in zip(rows.tolist(), _values_at(own, rows), strict=True):
+    for row, value in zip(rows.tolist(), _columnar.values_at(own, rows), strict=True):
         if isinstance(value, int) and as_attempt(value) is None:
             continue  # an int no int64 holds (a foreign log): the derived attempt stands
         merged[row] = value
@@ -400,18 +389,18 @@ def _series(pd: Any, column: Any, *, as_float: bool = False) -> Any:
     import pyarrow as pa
 
     if as_float:
-        return _as_floats(column)
-    if isinstance(column, _Numbers):
+        return _columnar.as_floats(column)
+    if isinstance(column, _columnar.Numbers):
         return _numbers_for_pandas(pd, column)
     if isinstance(column, np.ndarray):
         return pd.Series(column, dtype=object, copy=False)
-    if column.null_count and _arrow_kind(column.type) in ("int", "bool"):
+    if column.null_count and _columnar.arrow_kind(column.type) in ("int", "bool"):
         nullable = {pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype()}
         return column.to_pandas(types_mapper=nullable.get)
     return column.to_pandas()
 
 
-def _numbers_for_pandas(pd: Any, column: _Numbers) -> Any:
+def _numbers_for_pandas(pd: Any, column: _columnar.Numbers) -> Any:
     """Return numbers as numpy, or as pandas' nullable Int64 and boolean when some are missing."""
     import numpy as np
 
@@ -423,13 +412,17 @@ def _numbers_for_pandas(pd: Any, column: _Numbers) -> Any:
 
 
 def _run_column(
-    pd: Any, column: Any, logs: list[_ParsedLog], which_log: Callable[[], _Ints]
+    pd: Any, column: Any, logs: list[_columnar.ParsedLog], which_log: Callable[[], _Ints]
 ) -> Any:
     """Return the `run` column: the record's, else the file name; a label where names collide."""
     import numpy as np
 
     labels = run_labels([log.log for log in logs])
-    if not labels and not isinstance(column, (np.ndarray, _Numbers)) and column.null_count == 0:
+    if (
+        not labels
+        and not isinstance(column, (np.ndarray, _columnar.Numbers))
+        and column.null_count == 0
+    ):
         return column.to_pandas()
     values = np.asarray(_series(pd, column), dtype=object)
     names = [labels.get(log.log.path, log.log.run) for log in logs]
@@ -444,9 +437,9 @@ def _run_column(
 
 def _rank_column(
     pd: Any,
-    table: _Columns,
-    layout: _Layout,
-    logs: list[_ParsedLog],
+    table: _columnar.Columns,
+    layout: _columnar.Layout,
+    logs: list[_columnar.ParsedLog],
     which_log: Callable[[], _Ints],
 ) -> Any:
     """Return the `rank` column, filled from rank file names (and 0 for their main file)."""
@@ -455,7 +448,7 @@ def _rank_column(
     ranked = {log.log.run for log in logs if log.log.rank is not None}
     ranks = np.array([_file_rank(log.log, ranked) for log in logs], dtype=np.float64)
     fallback = ranks[which_log()]
-    values = _as_floats(table.build("rank", layout)) if "rank" in table.names else fallback
+    values = _columnar.as_floats(table.build("rank", layout)) if "rank" in table.names else fallback
     values = np.where(np.isnan(values), fallback, values)
     with np.errstate(invalid="ignore"):  # a rank no int64 holds (1e300, 2.5) is no rank
         values[(np.abs(values) >= 2**62) | (values != np.floor(values))] = np.nan

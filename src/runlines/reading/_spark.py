@@ -13,7 +13,7 @@ attempt through a broadcast join; the others count ``run_start`` records with a 
 their file, which shuffles those files' records only.
 
 A local log with a Parquet copy that matches it is read from the copy (``spark.read.parquet``,
-each field mapped from the copy's storage columns and ``__patch``, see reading/_copies.py) and
+each field mapped from the copy's storage columns and ``__patch``, see reading/_copies/) and
 from its tail, the bytes after the copy, written to a file of its own. Spark infers the schema
 from the other logs, the tails, and one line per field and value type the copies hold (their
 patched records re-encoded as Run writes them), so the frame is the one the JSONL gives.

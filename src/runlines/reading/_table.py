@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import copy_path
 from runlines.errors import RunlinesWarning
+from runlines.reading import _copies
 from runlines.reading._files import LogFile, find_logs, run_labels
 from runlines.reading._lines import decode_line, iter_events, lines_containing, open_log
-from runlines.reading._parquet import copy_summary
 from runlines.reading._rules import foreign_log_message, import_pandas
 from runlines.reading._summary import RunSummary
 
@@ -56,9 +56,13 @@ def summary_of(log: LogFile, label: str | None = None) -> RunSummary:
     """Return the `RunSummary` of *log*: from its Parquet copy when it has a usable one, and
     the records after it, else reading every record once.
     """
-    summary = copy_summary(log, label)
-    if summary is not None:
-        return summary
+    if copy_path(log.path).exists():  # the copy's reader imports pyarrow: only for a copy
+        try:
+            summary = _copies.copy_summary(log, label)
+        except ImportError:  # no pyarrow: the JSONL is read
+            summary = None
+        if summary is not None:
+            return summary
     summary = RunSummary(log.path, label=label)
     for record in iter_events(log.path):
         summary.add(record)

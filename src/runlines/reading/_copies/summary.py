@@ -1,4 +1,5 @@
-"""A run's `RunSummary` state from its parsed columns, without a Python pass over its records.
+"""The run summary a copy stores: computed from the parsed columns at write time, read back
+from the footer by runs().
 
 `summary_state` gives what ``RunSummary.add`` over every record (as `iter_events` yields them)
 leaves in `RunSummary.state()`, computed with numpy over the columns the pyarrow engine made:
@@ -10,16 +11,28 @@ Python pass) where the engine and `iter_events` may read a line differently.
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from runlines import _layout
-from runlines._layout import RUN_END, RUN_START, flatten
-from runlines.reading._arrow import _arrow_kind, _Columns, _ParsedLog
-from runlines.reading._lines import decode_line
+from runlines._layout import RUN_END, RUN_START, flatten, open_regular
+from runlines.errors import RunlinesWarning
+from runlines.reading._buffers import numpy_of, strings, valid_of
+from runlines.reading._columnar import Columns, Numbers, ParsedLog, arrow_kind
+from runlines.reading._copies.format import KEY, SUMMARY_KEY, checked_copy
+from runlines.reading._files import LogFile, is_locked
+from runlines.reading._lines import decode_line, skipped_lines_message
 from runlines.reading._rules import (
     BOOKKEEPING,
     as_attempt,
@@ -29,19 +42,13 @@ from runlines.reading._rules import (
     step_cutoffs,
     to_float,
 )
-from runlines.reading._summary import RECENT_GAPS
+from runlines.reading._summary import RECENT_GAPS, RunSummary
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
 
-    _Floats = npt.NDArray[np.float64]
-    _Ints = npt.NDArray[np.int64]
-    _Bools = npt.NDArray[np.bool_]
-
-__all__ = ["declines", "summary_state"]
-
-_BOM: Final = b"\xef\xbb\xbf"
+BOM: Final = b"\xef\xbb\xbf"
 
 
 def declines(data: Any) -> bool:
@@ -51,10 +58,7 @@ def declines(data: Any) -> bool:
     reads its line, iter_events skips it) or invalid UTF-8 (pyarrow reads it, orjson does not).
     Number tokens only pyarrow reads (`Inf`, `-NaN`) are found after parsing (`summary_state`).
     """
-    import numpy as np
-    import pyarrow as pa
-
-    if bytes(data[:3]) == _BOM:
+    if bytes(data[:3]) == BOM:
         return True
     offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
     try:
@@ -65,32 +69,26 @@ def declines(data: Any) -> bool:
 
 
 @dataclass(slots=True)
-class _Rows:
+class Rows:
     """The log's rows in line order: the columns, each row's line and event."""
 
-    table: _Columns
-    lines: _Ints  # each row's 0-based line
+    table: Columns
+    lines: Ints  # each row's 0-based line
     events: list[Any]  # the distinct text events
-    codes: _Ints  # each row's index in events, -1 where its event is no text
+    codes: Ints  # each row's index in events, -1 where its event is no text
     read_line: Callable[[int], bytes]
-    _decoded: dict[int, dict[str, Any]]
+    decoded: dict[int, dict[str, Any]]
 
     def record(self, row: int) -> dict[str, Any]:
         """Return the record of *row* as iter_events yields it."""
-        record = self._decoded.get(row)
+        record = self.decoded.get(row)
         if record is None:
-            record = self._decoded[row] = decode_line(self.read_line(int(self.lines[row])))
+            record = self.decoded[row] = decode_line(self.read_line(int(self.lines[row])))
         return record
 
-    def numbers(
-        self, name: str, into: tuple[_Bools, _Floats] | None = None
-    ) -> tuple[_Bools, _Floats]:
+    def numbers(self, name: str, into: tuple[Bools, Floats] | None = None) -> tuple[Bools, Floats]:
         """Return, per row, whether field *name* holds a number (no bool) and it as a float;
         in the arrays *into*, when given (a row's worth each: fresh ones cost page faults)."""
-        import numpy as np
-
-        from runlines.reading._buffers import numpy_of, valid_of
-
         size = len(self.lines)
         if into is None:
             held, values = np.zeros(size, dtype=bool), np.full(size, np.nan)
@@ -100,7 +98,7 @@ class _Rows:
             values.fill(np.nan)
         for piece, where in zip(self.table.pieces, self.table.full.positions, strict=True):
             column = piece.column(name)
-            if column is not None and _arrow_kind(column.type) in ("int", "float"):
+            if column is not None and arrow_kind(column.type) in ("int", "float"):
                 held[where] = valid_of(column) if column.null_count else True
                 # ints to floats as float() rounds them: to the nearest
                 values[where] = numpy_of(column).astype(np.float64)
@@ -110,24 +108,15 @@ class _Rows:
                 values[where[row]] = to_float(value)
         return held, values
 
-    def rows_of(self, event: str) -> _Ints:
-        import numpy as np
-
+    def rows_of(self, event: str) -> Ints:
         if event not in self.events:
             return np.zeros(0, np.int64)
         return np.flatnonzero(self.codes == self.events.index(event))
 
 
-def _event_codes(column: Any) -> tuple[list[Any], Any]:
+def event_codes(column: Any) -> tuple[list[Any], Any]:
     """Return the distinct text values of *column* and each row's index among them (-1)."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from runlines.reading._arrow import _Numbers
-    from runlines.reading._buffers import numpy_of, strings, valid_of
-
-    if isinstance(column, _Numbers):
+    if isinstance(column, Numbers):
         return [], np.full(len(column), -1, dtype=np.int64)
     if isinstance(column, np.ndarray):
         texts = [v if isinstance(v, str) else None for v in column.tolist()]
@@ -141,7 +130,7 @@ def _event_codes(column: Any) -> tuple[list[Any], Any]:
 
 
 def summary_state(
-    parsed: _ParsedLog, table: _Columns, read_line: Callable[[int], bytes]
+    parsed: ParsedLog, table: Columns, read_line: Callable[[int], bytes]
 ) -> dict[str, Any] | None:
     """Return the `RunSummary.state()` of the records of *parsed*, or None to decline.
 
@@ -149,39 +138,33 @@ def summary_state(
     the log. Declines where two (event, field) pairs share a column name (`a.b`/`c` and
     `a`/`b.c`), or a line the engine read is one that orjson refuses.
     """
-    import numpy as np
-
-    if parsed.refused or _odd_numbers(table, read_line):
+    if parsed.refused or odd_numbers(table, read_line):
         return None
     lines = np.zeros(table.num_rows, dtype=np.int64)
     for piece, where in zip(table.pieces, table.full.positions, strict=True):
         lines[where] = piece.lines
-    events, codes = _event_codes(table.get("event")) if "event" in table.names else ([], None)
+    events, codes = event_codes(table.get("event")) if "event" in table.names else ([], None)
     if codes is None:
         codes = np.full(table.num_rows, -1, dtype=np.int64)
-    rows = _Rows(table, lines, events, codes, read_line, {})
+    rows = Rows(table, lines, events, codes, read_line, {})
     state: dict[str, Any] = {"records": table.num_rows}
     starts = rows.rows_of(RUN_START)
     segment = np.searchsorted(starts, np.arange(table.num_rows), side="right")
-    attempts, resumes = _lifecycle(rows, starts, state)
-    _clock(rows, segment, len(starts), state)
-    metrics = _metrics(rows, segment, attempts, resumes, state)
+    attempts, resumes = lifecycle_of(rows, starts, state)
+    clock_state(rows, segment, len(starts), state)
+    metrics = metrics_state(rows, segment, attempts, resumes, state)
     return None if metrics is None else state
 
 
-def _odd_numbers(table: _Columns, read_line: Callable[[int], bytes]) -> bool:
+def odd_numbers(table: Columns, read_line: Callable[[int], bytes]) -> bool:
     """Return whether a non-finite float pyarrow read comes from a line orjson refuses.
 
     pyarrow reads `Inf` and `-NaN`, which Python's readers refuse (they take NaN, Infinity and
     -Infinity); Run writes none of them (it writes null and `_nonfinite`), so this is rare.
     """
-    import numpy as np
-
-    from runlines.reading._buffers import numpy_of, valid_of
-
     for piece in table.pieces:
         for name, column in zip(piece.table.column_names, piece.table.columns, strict=True):
-            if _arrow_kind(column.type) != "float":
+            if arrow_kind(column.type) != "float":
                 continue
             values = numpy_of(column)
             odd = ~np.isfinite(values) & valid_of(column)
@@ -194,12 +177,10 @@ def _odd_numbers(table: _Columns, read_line: Callable[[int], bytes]) -> bool:
     return False
 
 
-def _lifecycle(rows: _Rows, starts: _Ints, state: dict[str, Any]) -> tuple[list[int], list[Any]]:
+def lifecycle_of(rows: Rows, starts: Ints, state: dict[str, Any]) -> tuple[list[int], list[Any]]:
     """Fill run, attempts, ended, config and step; return each segment's attempt count and
     the resume_step of each run_start (segment k starts at the k-th run_start; 0: before it).
     """
-    import numpy as np
-
     attempts, config, resumes = [0], {}, []
     for row in starts.tolist():
         record = rows.record(row)
@@ -216,29 +197,25 @@ def _lifecycle(rows: _Rows, starts: _Ints, state: dict[str, Any]) -> tuple[list[
         state["ended"] = status if isinstance(status, str) and status else "ok"
     state["run"] = None
     if "run" in rows.table.names:
-        texts = _texts_at(rows, "run")
+        texts = texts_at(rows, "run")
         if len(texts):
             state["run"] = rows.record(int(texts[0]))["run"]
     state["step"] = None
     if "step" in rows.table.names:
         held, _ = rows.numbers("step")
-        metric = _metric_rows(rows)
+        metric = metric_rows(rows)
         found = np.flatnonzero(held & metric)
         if len(found):
             state["step"] = rows.record(int(found[-1]))["step"]
     return attempts, resumes
 
 
-def _texts_at(rows: _Rows, name: str) -> _Ints:
+def texts_at(rows: Rows, name: str) -> Ints:
     """Return the rows where field *name* holds a text value, in line order."""
-    import numpy as np
-
-    from runlines.reading._buffers import valid_of
-
     held = np.zeros(len(rows.lines), dtype=bool)
     for piece, where in zip(rows.table.pieces, rows.table.full.positions, strict=True):
         column = piece.column(name)
-        if column is not None and _arrow_kind(column.type) == "str":
+        if column is not None and arrow_kind(column.type) == "str":
             held[where] = valid_of(column)
         patched_rows, patched = piece.patches.get(name, ((), ()))
         for row, value in zip(patched_rows, patched, strict=True):
@@ -246,18 +223,14 @@ def _texts_at(rows: _Rows, name: str) -> _Ints:
     return np.flatnonzero(held)
 
 
-def _metric_rows(rows: _Rows) -> _Bools:
+def metric_rows(rows: Rows) -> Bools:
     """Return, per row, whether its event's numbers are metrics."""
-    import numpy as np
-
     metric = np.array([is_metric_event(e) for e in rows.events] + [False], dtype=bool)
     return metric[rows.codes]
 
 
-def _clock(rows: _Rows, segment: _Ints, starts: int, state: dict[str, Any]) -> None:
+def clock_state(rows: Rows, segment: Ints, starts: int, state: dict[str, Any]) -> None:
     """Fill started, last_ts, attempt_ts, active_s, gaps, active_ts and stall_seen."""
-    import numpy as np
-
     size = len(rows.lines)
     held, ts = rows.numbers("ts") if "ts" in rows.table.names else (None, np.full(size, np.nan))
     if held is not None:
@@ -297,7 +270,7 @@ def _clock(rows: _Rows, segment: _Ints, starts: int, state: dict[str, Any]) -> N
     state["stall_seen"] = bool(len(said) and stall[said[-1]])
 
 
-def _field_names(table: _Columns) -> Iterable[str]:
+def field_names(table: Columns) -> Iterable[str]:
     names: dict[str, None] = {}
     for piece in table.pieces:
         names.update(dict.fromkeys(piece.table.column_names))
@@ -305,25 +278,23 @@ def _field_names(table: _Columns) -> Iterable[str]:
     return [n for n in names if n not in BOOKKEEPING and n not in ("event", "run")]
 
 
-def _metrics(
-    rows: _Rows,
-    segment: _Ints,
+def metrics_state(
+    rows: Rows,
+    segment: Ints,
     attempts: list[int],
     resumes: list[Any],
     state: dict[str, Any],
 ) -> bool | None:
     """Fill last, best and events; return None where two metrics share a column name."""
-    import numpy as np
-
-    metric = _metric_rows(rows)
+    metric = metric_rows(rows)
     steps = np.full(len(rows.lines), np.inf)
     if "step" in rows.table.names:
         held, values = rows.numbers("step")
         # a record without a numeric step (or with a NaN one): at infinity, never superseded
         steps = np.where(held & ~np.isnan(values), values, np.inf)
-    found: dict[str, tuple[tuple[int, int], str, _Ints, _Floats]] = {}
+    found: dict[str, tuple[tuple[int, int], str, Ints, Floats]] = {}
     into = np.zeros(len(rows.lines), dtype=bool), np.empty(len(rows.lines))
-    for name in _field_names(rows.table):  # each field's numbers in the same two arrays
+    for name in field_names(rows.table):  # each field's numbers in the same two arrays
         held, values = rows.numbers(name, into)
         mine = np.flatnonzero(held & metric)
         if not len(mine):
@@ -340,7 +311,7 @@ def _metrics(
             found[key] = (first, name, at, values[at])
     last: dict[str, Any] = {}
     best: dict[str, list[Any]] = {}
-    owners: dict[str, tuple[_Floats, _Ints]] = {}  # per event with a best, in first-seen order
+    owners: dict[str, tuple[Floats, Ints]] = {}  # per event with a best, in first-seen order
     cutoffs = np.array(step_cutoffs(resumes))
     for key, (_, name, at, values) in sorted(found.items(), key=lambda item: item[1][0]):
         last[key] = rows.record(int(at[-1]))[name]
@@ -349,17 +320,15 @@ def _metrics(
         if way is None:
             continue
         if event not in owners:
-            owners[event] = _owners(rows.rows_of(event), steps, segment)
-        best[key] = _best(event, way == "min", owners[event], cutoffs, steps, segment, at, values)
+            owners[event] = owners_of(rows.rows_of(event), steps, segment)
+        best[key] = best_of(event, way == "min", owners[event], cutoffs, steps, segment, at, values)
     state["last"], state["best"], state["events"] = last, best, list(owners)
     state["segments"], state["resumes"] = len(attempts) - 1, resumes
     return True
 
 
-def _owners(mine: _Ints, steps: _Floats, segment: _Ints) -> tuple[_Floats, _Ints]:
+def owners_of(mine: Ints, steps: Floats, segment: Ints) -> tuple[Floats, Ints]:
     """Return the distinct steps of an event's rows *mine*, and the last segment of each."""
-    import numpy as np
-
     mine = mine[steps[mine] != np.inf]
     order = mine[np.lexsort((segment[mine], steps[mine]))]
     distinct, starts = np.unique(steps[order], return_index=True)
@@ -368,21 +337,19 @@ def _owners(mine: _Ints, steps: _Floats, segment: _Ints) -> tuple[_Floats, _Ints
     return distinct, np.maximum.reduceat(segment[order], starts)
 
 
-def _best(
+def best_of(
     event: str,
     lower: bool,
-    owners: tuple[_Floats, _Ints],
-    cutoffs: _Floats,
-    steps: _Floats,
-    segment: _Ints,
-    at: _Ints,
-    values: _Floats,
+    owners: tuple[Floats, Ints],
+    cutoffs: Floats,
+    steps: Floats,
+    segment: Ints,
+    at: Ints,
+    values: Floats,
 ) -> list[Any]:
     """Return `_Best.state()` of one metric: its best over the records no later attempt
     superseded, and the step and segment of the first record that holds it.
     """
-    import numpy as np
-
     numbers = ~np.isnan(values)  # a NaN is never a best
     rows, values = at[numbers], values[numbers]
     mine, where = steps[rows], segment[rows]
@@ -398,15 +365,13 @@ def _best(
     return [event, lower, float(values[pick]), float(mine[pick]), int(where[pick])]
 
 
-def line_reader(path: os.PathLike[str] | str, starts: _Ints, ends: _Ints) -> Any:
+def line_reader(path: os.PathLike[str] | str, starts: Ints, ends: Ints) -> Any:
     """Return an open reader of lines of *path* by number, from their bounds (close it)."""
-    return _LineReader(path, starts, ends)
+    return LineReader(path, starts, ends)
 
 
-class _LineReader:
-    def __init__(self, path: os.PathLike[str] | str, starts: _Ints, ends: _Ints) -> None:
-        from runlines._layout import open_regular
-
+class LineReader:
+    def __init__(self, path: os.PathLike[str] | str, starts: Ints, ends: Ints) -> None:
         self.stream = open_regular(path)
         self.starts, self.ends = starts, ends
 
@@ -416,3 +381,60 @@ class _LineReader:
 
     def close(self) -> None:
         self.stream.close()
+
+
+def python_summary(path: Path, size: int) -> tuple[dict[str, Any], list[int]]:
+    """Return the `RunSummary` state of the log's first *size* bytes, read as `iter_events`
+    reads them, and the lines it skips (the copy records them, and runs() warns about them).
+    """
+    summary = RunSummary(path)
+    bad: list[int] = []
+    with open_regular(path) as stream:
+        for number, raw in enumerate(io.BytesIO(stream.read(size)), start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = decode_line(raw)
+            except ValueError:
+                bad.append(number)
+                continue
+            summary.add(record)
+    return summary.state(), bad
+
+
+def copy_summary(log: LogFile, label: str | None = None) -> RunSummary | None:
+    """Return the `RunSummary` of *log* from its copy and the JSONL after it, or None.
+
+    Reads only the copy's footer: what it covers and the summary, not its columns.
+    """
+    found = checked_copy(log, (KEY, SUMMARY_KEY), whole=False)
+    if found is None:
+        return None
+    parts, _, log_size = found
+    covers, stored = parts[KEY], parts[SUMMARY_KEY]
+    summary = RunSummary.restored(log.path, stored["summary"], label=label)
+    skipped = list(stored["summary_bad"])
+    if log_size > covers["covers_bytes"]:
+        add_tail(summary, log.path, covers["covers_bytes"], covers["covers_lines"], skipped)
+    if skipped:
+        warnings.warn(skipped_lines_message(log.path, skipped), RunlinesWarning, stacklevel=4)
+    return summary
+
+
+def add_tail(summary: RunSummary, path: Path, start: int, lines: int, skipped: list[int]) -> None:
+    """Add the records from byte *start* (line *lines* + 1) on to *summary*; add the bad
+    lines' numbers to *skipped*.
+    """
+    with open_regular(path) as stream:
+        stream.seek(start)
+        for number, raw in enumerate(stream, start=lines + 1):
+            if not raw.strip():
+                continue
+            try:
+                record = decode_line(raw)
+            except ValueError:
+                if not raw.endswith(b"\n") and is_locked(path):
+                    break  # the live writer's record still being written
+                skipped.append(number)
+                continue
+            summary.add(record)
