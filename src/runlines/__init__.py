@@ -23,7 +23,7 @@ from runlines.errors import (
 )
 
 if typing.TYPE_CHECKING:
-    from runlines.dashboard import serve
+    from runlines.dashboard import report, serve
     from runlines.fields import Field, Vocabulary
     from runlines.reading import compare, diff, iter_events, load, runs
     from runlines.redaction import Redactor
@@ -51,6 +51,7 @@ __all__ = [
     "iter_events",
     "load",
     "query",
+    "report",
     "runs",
     "serve",
 ]
@@ -64,7 +65,7 @@ _LAZY = {
     **dict.fromkeys(("Field", "Vocabulary"), "runlines.fields"),
     **dict.fromkeys(("compare", "diff", "iter_events", "load", "runs"), "runlines.reading"),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
-    "serve": "runlines.dashboard",
+    **dict.fromkeys(("report", "serve"), "runlines.dashboard"),
 }
 
 

@@ -27,6 +27,7 @@ COMMAND_GROUPS: list[str] = [
     "runlines.cli._top",
     "runlines.cli._compact",
     "runlines.cli._serve",
+    "runlines.cli._report",
 ]
 
 
