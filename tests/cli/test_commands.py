@@ -35,6 +35,7 @@ def test_each_command_runs_in_a_module_of_its_own() -> None:
         "top": "runlines.cli._top",
         "compact": "runlines.cli._compact",
         "serve": "runlines.cli._serve",
+        "report": "runlines.cli._report",
     }
 
 

@@ -67,8 +67,9 @@ def report(
 
     See `runlines.dashboard.report`.
     """
-    found = summaries(*sources)
+    # hashed first: of a log still being written, the report shows at least the bytes hashed
     inputs = [_fingerprint(log.path) for log in reading.find_logs(*sources)]
+    found = summaries(*sources)
     charts = _charts_of(found, event, metric, x)
     if metric is not None and not charts:  # compare names the numeric fields there are
         reading.compare(*sources, metric=metric, by=x, event=event)
