@@ -4,7 +4,8 @@
 
 It writes a sweep of runs to a temporary folder (one with a NaN loss, one that failed and was
 resumed, and is still running), serves it with `runlines.dashboard.Server`, and saves
-dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file.
+dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file; then writes
+the sweep's `runlines.report` and saves report.png of it, opened from disk.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from freezegun import freeze_time  # noqa: E402
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
 from runlines import Run  # noqa: E402
-from runlines.dashboard import Server  # noqa: E402
+from runlines.dashboard import Server, report  # noqa: E402
 
 STEPS = 3000
 STEP_S = 0.2  # the sweep's pace: each step takes this long, each eval loop EVAL_S
@@ -149,10 +150,22 @@ def main() -> None:
                 page.goto(server.url + "#/diff/sweep-lr0.01/sweep-lr0.03")
                 expect(page.locator("#view-diff")).to_contain_text("differ from step")
                 _shot(page, "dashboard-diff.png")
+                _report_shot(page, Path(tmp))
                 browser.close()
         finally:
             live.__exit__(None, None, None)
-    print("wrote", ", ".join(f"docs/dashboard-{n}.png" for n in ("runs", "run", "diff")))
+    print("wrote", ", ".join(f"docs/dashboard-{n}.png" for n in ("runs", "run", "diff")), end="")
+    print(", docs/report.png")
+
+
+def _report_shot(page: Page, folder: Path) -> None:
+    """Write the sweep's report, open it from disk with one run's config shown, and save it."""
+    written = report(folder, path=folder / "report.html")
+    page.goto(written.as_uri())
+    expect(page.locator("body")).to_have_attribute("data-ready", "true")
+    page.click('#runs tr[data-run="sweep-lr0.03"] td[data-key="run"] a')
+    expect(page.locator('#details details[data-run="sweep-lr0.03"]')).to_have_attribute("open", "")
+    _shot(page, "report.png")
 
 
 if __name__ == "__main__":

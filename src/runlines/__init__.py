@@ -24,7 +24,7 @@ from runlines.errors import (
 
 if typing.TYPE_CHECKING:
     from runlines._notes import note, tag, untag
-    from runlines.dashboard import serve
+    from runlines.dashboard import report, serve
     from runlines.fields import Field, Vocabulary
     from runlines.reading import compare, diff, histograms, iter_events, load, media, runs
     from runlines.redaction import Redactor
@@ -55,6 +55,7 @@ __all__ = [
     "media",
     "note",
     "query",
+    "report",
     "runs",
     "serve",
     "tag",
@@ -73,7 +74,7 @@ _LAZY = {
         "runlines.reading",
     ),
     **dict.fromkeys(("export", "query"), "runlines.sql"),
-    "serve": "runlines.dashboard",
+    **dict.fromkeys(("report", "serve"), "runlines.dashboard"),
     **dict.fromkeys(("note", "tag", "untag"), "runlines._notes"),
 }
 

@@ -38,6 +38,7 @@ def test_each_command_runs_in_a_module_of_its_own() -> None:
         "tag": "runlines.cli._tag",
         "untag": "runlines.cli._tag",
         "note": "runlines.cli._tag",
+        "report": "runlines.cli._report",
     }
 
 

@@ -28,6 +28,7 @@ COMMAND_GROUPS: list[str] = [
     "runlines.cli._compact",
     "runlines.cli._serve",
     "runlines.cli._tag",
+    "runlines.cli._report",
 ]
 
 

@@ -3,19 +3,22 @@
 The server follows each log by byte offset, so that a poll reads only what was appended, and
 keeps each (event, field) series downsampled to its buckets' minima and maxima. The page is
 static HTML with a vendored uPlot; its JSON endpoints are documented in docs/dashboard.md.
-`serve` is `runlines.serve`. Importing this package is light: the HTTP server is imported on
-first use.
+`serve` is `runlines.serve`; `report` (`runlines.report`) writes the same view of finished runs
+to one HTML file that opens from disk. Importing this package is light: the HTTP server and the
+report's writer are imported on first use.
 """
 
 from __future__ import annotations
 
 import os
 import typing
+from collections.abc import Sequence
+from pathlib import Path
 
 if typing.TYPE_CHECKING:
     from runlines.dashboard._server import Server
 
-__all__ = ["Server", "serve"]
+__all__ = ["Server", "report", "serve"]
 
 
 def serve(
@@ -32,6 +35,31 @@ def serve(
     from runlines.dashboard._server import serve_until_interrupted
 
     serve_until_interrupted(*sources, host=host, port=port, open_browser=open_browser)
+
+
+def report(
+    *sources: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    event: str | None = None,
+    metric: str | None = None,
+    x: str = "step",
+    group_by: Sequence[str] | None = None,
+) -> Path:
+    """Write the runs of *sources* to one self-contained HTML file at *path*; return its path.
+
+    The page needs no server and no network: it shows the run table (the rows of `runs()`),
+    a chart of each numeric field of each event by *x* (`compare(metric=..., by=x)`, each
+    run's line downsampled to min/max buckets), each run's config and attempts, and the size
+    and sha256 of every log read. *event* and *metric* keep only the charts of that event or
+    field. With *group_by* (config keys), each chart draws each group's mean with a band.
+
+    Raises:
+        ReadError: a source that does not exist, or a folder without logs.
+        FieldError: *metric* is not a numeric field of any record.
+    """
+    from runlines.dashboard._report import report as write_report
+
+    return write_report(*sources, path=path, event=event, metric=metric, x=x, group_by=group_by)
 
 
 def __getattr__(name: str) -> typing.Any:

@@ -71,12 +71,13 @@ class Series:
     """The values of one (event, field), in at most `MAX_BUCKETS` buckets however many there are.
 
     A bucket holds `level` consecutive values and keeps two points, its minimum and its
-    maximum, so that a spike survives any zoom level. When the buckets pass `MAX_BUCKETS`,
+    maximum, so that a spike survives any zoom level. When the buckets pass *max_buckets*,
     pairs merge and `level` doubles: memory stays bounded, and no series is ever dropped.
     Non-finite values are kept apart as marks at their x.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_buckets: int = MAX_BUCKETS) -> None:
+        self.max_buckets = max_buckets  # fewer in a report that holds many series in one file
         self.level = 1
         self.count = 0  # finite values
         self.nonfinite = 0
@@ -107,7 +108,7 @@ class Series:
         if self._open_count >= self.level:
             self._buckets.append(self._open)  # type: ignore[arg-type]
             self._open, self._open_count = None, 0
-            if len(self._buckets) > MAX_BUCKETS:
+            if len(self._buckets) > self.max_buckets:
                 self._merge()
 
     def extend(
@@ -134,12 +135,12 @@ class Series:
             if self._open is not None or len(values) - done < self.level:
                 done += self._fill_open(values[done:], rows[done:], at)
                 continue
-            room = MAX_BUCKETS + 1 - len(self._buckets)  # closed buckets before the next merge
+            room = self.max_buckets + 1 - len(self._buckets)  # closed buckets before the next merge
             groups = min((len(values) - done) // self.level, room)
             stop = done + groups * self.level
             self._close_groups(values[done:stop], rows[done:stop], groups, at)
             done = stop
-            if len(self._buckets) > MAX_BUCKETS:
+            if len(self._buckets) > self.max_buckets:
                 self._merge()
 
     def _fill_open(
@@ -158,7 +159,7 @@ class Series:
         if self._open_count >= self.level:
             self._buckets.append(self._open)
             self._open, self._open_count = None, 0
-            if len(self._buckets) > MAX_BUCKETS:
+            if len(self._buckets) > self.max_buckets:
                 self._merge()
         return taken
 

@@ -1,0 +1,351 @@
+"""`runlines report`: the run table, the charts and each run's config in one HTML file.
+
+The file holds its data, script and styles inline (the dashboard's styles and its vendored
+uPlot), so it opens from disk with no server and makes no network request. The table is the
+rows `runs()` gives. A chart is `compare()` of one (event, field) by the x axis, each run's
+column downsampled to its buckets' minima and maxima by the dashboard's own `Series`, so that
+spikes survive. The file names the size and sha256 of every log it was written from.
+numpy and pandas are imported here.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import orjson
+
+from runlines import reading
+from runlines._layout import hash_path
+from runlines._version import __version__
+from runlines.dashboard._series import MAX_BUCKETS, Series, unit_of
+from runlines.errors import FieldError
+from runlines.reading._rules import json_ready
+from runlines.reading._summary import RunSummary
+from runlines.reading._table import KEY_COLUMNS, summaries
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import pandas as pd
+
+__all__ = ["MAX_POINTS", "downsampled", "group_bands", "report"]
+
+# The points of all the charts' lines together: about 25 bytes each as JSON, so that a report
+# of 100 runs x 100k records stays under 10 MB however many fields they log
+MAX_POINTS: Final = 300_000
+MIN_BUCKETS: Final = 50  # a min and a max each: a line of 100 points at the least
+_STATIC: Final = ("vendor/uPlot.min.css", "app.css", "report.css")
+_SCRIPTS: Final = ("vendor/uPlot.iife.min.js", "report.js")
+
+
+@dataclass(frozen=True, slots=True)
+class _Chart:
+    """One chart: a field of one event, as `compare(metric=field, event=event)` gives it."""
+
+    event: str
+    field: str
+
+
+def report(
+    *sources: str | os.PathLike[str],
+    path: str | os.PathLike[str],
+    event: str | None = None,
+    metric: str | None = None,
+    x: str = "step",
+    group_by: Sequence[str] | None = None,
+) -> Path:
+    """Write one HTML file at *path* that shows the runs of *sources*; return its path.
+
+    See `runlines.dashboard.report`.
+    """
+    # hashed first: of a log still being written, the report shows at least the bytes hashed
+    inputs = [_fingerprint(log.path) for log in reading.find_logs(*sources)]
+    found = summaries(*sources)
+    charts = _charts_of(found, event, metric, x)
+    if metric is not None and not charts:  # compare names the numeric fields there are
+        reading.compare(*sources, metric=metric, by=x, event=event)
+    buckets = _buckets(len(charts) * max(1, len(found)))
+    drawn, skipped = [], []
+    for chart in charts:
+        try:
+            if group_by:
+                drawn.append(_grouped_chart(sources, chart, x, list(group_by), buckets))
+            else:
+                drawn.append(_chart(sources, chart, x, buckets))
+        except FieldError as err:  # the x field is not in this event's records
+            skipped.append(f"{chart.event} · {chart.field}: {err}")
+    data = {
+        "version": __version__,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "sources": [str(source) for source in sources],
+        "x": x,
+        "event": event,
+        "metric": metric,
+        "group_by": list(group_by) if group_by else None,
+        **_table(found),
+        "runs": [_run_details(summary) for summary in found],
+        "charts": drawn,
+        "skipped": skipped,
+        "inputs": inputs,
+    }
+    return _write(Path(path), _page(data, inputs))
+
+
+def _fingerprint(log: Path) -> dict[str, Any]:
+    """Return a log's path, size and sha256, of the same bytes (one pass)."""
+    size, sha256, _ = hash_path(log)
+    return {"path": str(log), "size_bytes": size, "sha256": sha256}
+
+
+def _charts_of(
+    found: list[RunSummary], event: str | None, metric: str | None, x: str
+) -> list[_Chart]:
+    """Return each (event, field) metric of the runs, in the order first seen, as filtered."""
+    charts = dict.fromkeys(
+        _Chart(name, field) for summary in found for name, field, _ in summary.metrics()
+    )
+    return [
+        chart
+        for chart in charts
+        if (event is None or chart.event == event)
+        and (metric is None or chart.field == metric)
+        and chart.field != x
+    ]
+
+
+def _buckets(series: int) -> int:
+    """Return the buckets each of *series* lines keeps, for `MAX_POINTS` in all."""
+    return max(MIN_BUCKETS, min(MAX_BUCKETS, MAX_POINTS // (2 * max(1, series))))
+
+
+# --- the run table ---------------------------------------------------------------------------
+
+
+def _table(found: list[RunSummary]) -> dict[str, Any]:
+    """Return the rows `runs()` gives, as JSON values, their columns in its order, and units."""
+    rows = [summary.row() for summary in found]
+    seen = dict.fromkeys(name for row in rows for name in row)
+    config = [name for name in seen if name.startswith("config.")]
+    metrics = [name for name in seen if name not in KEY_COLUMNS and name not in config]
+    columns = [*KEY_COLUMNS, *config, *metrics]
+    units = {name: unit for name in columns if (unit := unit_of(name)) is not None}
+    return {"columns": columns, "rows": [_json_row(row) for row in rows], "units": units}
+
+
+def _json_row(row: dict[str, Any]) -> dict[str, Any]:
+    started = row.get("started")
+    if isinstance(started, _dt.datetime):
+        row = {**row, "started": started.isoformat()}
+    return dict(json_ready(row))
+
+
+def _run_details(summary: RunSummary) -> dict[str, Any]:
+    """Return what a run's panel shows: its config and its attempts, each with its status."""
+    attempts = [
+        {
+            "attempt": attempt.get("attempt"),
+            "started": _iso(attempt.get("started")),
+            "status": attempt.get("status"),
+            "duration_s": attempt.get("duration_s"),
+            "error": _error(attempt),
+        }
+        for attempt in summary.attempts_detail()
+    ]
+    label = summary.row()["run"]
+    return {"run": label, "path": str(summary.path), "config": summary.config, "attempts": attempts}
+
+
+def _iso(ts: Any) -> str | None:
+    try:
+        return _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat()
+    except (TypeError, OverflowError, OSError, ValueError):
+        return None
+
+
+def _error(attempt: dict[str, Any]) -> str | None:
+    if attempt.get("exc_type"):
+        return f"{attempt['exc_type']}: {attempt.get('exc_message') or ''}".rstrip(": ")
+    signal = attempt.get("signal")
+    return None if signal is None else str(signal)
+
+
+# --- the charts ------------------------------------------------------------------------------
+
+
+def _chart(sources: Sequence[Any], chart: _Chart, x: str, buckets: int) -> dict[str, Any]:
+    """Return one chart: compare()'s column of each run, downsampled."""
+    table = reading.compare(*sources, metric=chart.field, by=x, event=chart.event)
+    xs = table.index.to_numpy(dtype="float64")
+    lines = [{"run": str(run), **downsampled(xs, table[run], buckets)} for run in table.columns]
+    return {
+        "event": chart.event,
+        "field": chart.field,
+        "unit": unit_of(chart.field),
+        "lines": lines,
+    }
+
+
+def downsampled(xs: npt.NDArray[np.float64], column: pd.Series, buckets: int) -> dict[str, Any]:
+    """Return *column* (by *xs*) in at most *buckets* min/max buckets, as the dashboard keeps it.
+
+    A missing value (pd.NA: no record at that x) is no point; a NaN or an infinity is a mark
+    at its x. Each point's row in *column* is kept too (`rows`), for the values beside it.
+    """
+    series = _series_of(xs, column, buckets)
+    points = series.points()
+    return {
+        "x": points["step"],
+        "y": points["y"],
+        "rows": [int(row) for row in points["ts"]],
+        "marks": [[mark["step"], mark["value"]] for mark in points["marks"]],
+        "count": points["count"],
+        "nonfinite": points["nonfinite"],
+    }
+
+
+def _series_of(xs: npt.NDArray[np.float64], column: pd.Series, buckets: int) -> Series:
+    """Return a `Series` of *column*'s values: the x as its step, the row as its ts."""
+    import numpy as np
+
+    values = column.to_numpy(dtype="float64", na_value=np.nan)
+    rows = np.flatnonzero(~column.isna().to_numpy(dtype=bool) & np.isfinite(xs))
+    series = Series(buckets)
+    series.extend(values[rows], rows, _point_of(xs, values))
+    return series
+
+
+def _point_of(
+    xs: npt.NDArray[np.float64], values: npt.NDArray[np.float64]
+) -> Callable[[int], tuple[float, float, float]]:
+    def at(row: int) -> tuple[float, float, float]:
+        return float(xs[row]), float(row), float(values[row])
+
+    return at
+
+
+# --- groups: compare(group_by=...)'s mean with a band ----------------------------------------
+# The table's contract: indexed by x, columns (group label "k=v,k2=v2", stat), the stats n,
+# mean, std, min and max of the runs of each group at each x.
+
+BAND_STATS: Final = ("n", "mean", "std", "min", "max")
+
+
+def _grouped_chart(
+    sources: Sequence[Any], chart: _Chart, x: str, group_by: list[str], buckets: int
+) -> dict[str, Any]:
+    """Return one chart of groups: each group's mean line and its band."""
+    table = reading.compare(  # type: ignore[call-arg]  # TODO(#28): compare(group_by=) lands
+        *sources, metric=chart.field, by=x, event=chart.event, group_by=group_by
+    )
+    return {
+        "event": chart.event,
+        "field": chart.field,
+        "unit": unit_of(chart.field),
+        "groups": group_bands(table, buckets),
+    }
+
+
+def group_bands(table: pd.DataFrame, buckets: int) -> list[dict[str, Any]]:
+    """Return each group of *table* (compare(group_by=...)'s) as its mean and band, downsampled.
+
+    The mean, the min and the max are each downsampled to min/max buckets, and every stat is
+    kept at the x of each point any of the three keeps: a spike of one run survives in the band.
+    """
+    import numpy as np
+
+    xs = table.index.to_numpy(dtype="float64")
+    found = []
+    for label in dict.fromkeys(table.columns.get_level_values(0)):
+        stats = table[label]
+        mean = downsampled(xs, stats["mean"], buckets)
+        kept = set(mean["rows"])
+        for edge in ("min", "max"):
+            kept.update(int(row) for row in _series_of(xs, stats[edge], buckets).points()["ts"])
+        rows = np.array(sorted(kept), dtype=np.int64)
+        band: dict[str, Any] = {"group": str(label), "x": xs[rows].tolist()}
+        for stat in BAND_STATS:
+            band[stat] = _nullable(stats[stat].to_numpy(dtype="float64", na_value=np.nan)[rows])
+        band["marks"], band["nonfinite"] = mean["marks"], mean["nonfinite"]
+        found.append(band)
+    return found
+
+
+def _nullable(values: npt.NDArray[np.float64]) -> list[float | None]:
+    """Return *values* as a list, a NaN or an infinity as None (a gap in the band)."""
+    return [value if math.isfinite(value) else None for value in values.tolist()]
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def _page(data: dict[str, Any], inputs: list[dict[str, Any]]) -> str:
+    """Return the HTML of the report: the template with styles, scripts and data inline."""
+    static = resources.files("runlines.dashboard") / "static"
+    styles = "\n".join((static / name).read_text(encoding="utf-8") for name in _STATIC)
+    uplot, script = ((static / name).read_text(encoding="utf-8") for name in _SCRIPTS)
+    license_text = (static / "vendor" / "LICENSE").read_text(encoding="utf-8")
+    parts = {
+        "{{title}}": _escaped_html(_title(data["sources"])),
+        "{{styles}}": _inline(styles, "style"),
+        "{{uplot}}": _inline(f"/*! uPlot's license:\n{license_text}*/\n{uplot}", "script"),
+        "{{script}}": _inline(script, "script"),
+        "{{data}}": _script_json(data),
+        "{{inputs}}": _script_json(inputs),
+    }
+    template = (static / "report.html").read_text(encoding="utf-8")
+    # one pass: a config value that reads "{{inputs}}" is no marker
+    return re.sub(r"\{\{\w+\}\}", lambda found: parts[found.group(0)], template)
+
+
+def _inline(text: str, element: str) -> str:
+    """Return *text*, checked to hold no end tag of the *element* it goes in."""
+    if f"</{element}" in text.lower():
+        msg = f"a static file of the report holds '</{element}'; please report it"
+        raise RuntimeError(msg)
+    return text
+
+
+def _title(sources: list[str]) -> str:
+    shown = ", ".join(sources[:3]) + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
+    return f"runlines report: {shown}"
+
+
+def _escaped_html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _script_json(value: Any) -> str:
+    """Return *value* as JSON that a <script> element holds whole: no `<` in it at all."""
+    value = json_ready(value)  # NaN and the infinities as the log names them, never null
+    try:
+        raw = orjson.dumps(value)
+    except TypeError:  # an int beyond 64 bits in a config: the stdlib encoder takes it
+        import json
+
+        raw = json.dumps(value, default=str, allow_nan=False).encode()
+    return raw.decode().replace("<", "\\u003c")
+
+
+def _write(path: Path, page: str) -> Path:
+    """Write *page* to *path* whole: a reader never sees half a report."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(page)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
