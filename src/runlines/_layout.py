@@ -44,6 +44,10 @@ WARNING: Final = "warning"
 LOG: Final = "log"
 # Written by the run's watcher thread: no sign that training makes progress.
 BACKGROUND_EVENTS: Final = frozenset({SYSTEM, STALL, STALL_END})
+# Written by the drop-ins (docs/compat.md): a run's declared final values (`values`, by
+# column) and a metric's declared direction (`column`, `goal`: "min" or "max").
+SUMMARY: Final = "summary"
+DEFINE_METRIC: Final = "define_metric"
 
 _NAME_LOCK_SUFFIX: Final = ".name.lock"
 _EVENT_START: Final = b'"event":"run_start"'
