@@ -440,7 +440,23 @@ class Run:
         )
         self.name = self._run.name  # a finished run's name is taken: `<name>-2`
         self._run.log("run_info", **self._info)
+        import atexit
+
+        atexit.register(self._at_exit)  # runs before the run's own close at exit (LIFO)
         return self._run
+
+    def _at_exit(self) -> None:
+        """Write what is gathered and the summary of a run never finished; its run_end is
+        left to the run, which knows how the process ended (an uncaught error: failed)."""
+        if self._finished or self._run is None or self._run.closed:
+            return
+        self._finished = True
+        try:
+            if self._pending:
+                self._commit()
+            self._write_summary(self._run)
+        except Exception as err:  # the job is ending: say so, never raise from atexit
+            termwarn(f"the runlines log could not take the run's last values: {err!r}")
 
     def _config_changed(self, changes: dict[str, Any]) -> None:
         if self._tee is not None and not self._opening:
@@ -466,9 +482,7 @@ class Run:
         better, for runs() and the dashboard.
         """
         if self._tee is not None:
-            self._tee.define_metric(
-                name, step_metric=step_metric, step_sync=step_sync, summary=summary, goal=goal
-            )
+            _tee_define_metric(self._tee, name, step_metric, step_sync, summary, goal)
         if goal is not None and goal not in _GOALS:
             msg = f"define_metric goal must be 'minimize' or 'maximize', got {goal!r}"
             raise ValueError(msg)
@@ -508,13 +522,16 @@ class Run:
         if self._disabled:
             return
         run = self._run if self._run is not None else self._open()
-        declared = self.summary.declared()
-        if declared:
-            run.log(_layout.SUMMARY, values=declared)
+        self._write_summary(run)
         if exit_code:
             run.__exit__(SystemExit, SystemExit(exit_code), None)  # run_end: failed, exit_code
         else:
             run.close()
+
+    def _write_summary(self, run: _Run) -> None:
+        declared = self.summary.declared()
+        if declared:
+            run.log(_layout.SUMMARY, values=declared)
 
     def alert(self, title: str, text: str, level: str | None = None) -> None:
         """Write an `alert` record with *title*, *text* and *level* (default "INFO")."""
@@ -763,6 +780,18 @@ def _real_wandb() -> ModuleType:
     except ImportError as err:
         msg = "init(tee=True) forwards every call to the real wandb: pip install wandb"
         raise ImportError(msg) from err
+
+
+def _tee_define_metric(real: ModuleType, name: str, *options: Any) -> None:
+    """Call the real define_metric with the options given; `goal` only where it has one
+    (wandb 0.31 dropped it)."""
+    import inspect
+
+    names = ("step_metric", "step_sync", "summary", "goal")
+    kwargs = {k: v for k, v in zip(names, options, strict=True) if v is not None}
+    if "goal" not in inspect.signature(real.run.define_metric).parameters:
+        kwargs.pop("goal", None)
+    real.run.define_metric(name, **kwargs)
 
 
 def _for_tee(real: ModuleType, data: Mapping[str, Any]) -> dict[str, Any]:
