@@ -110,6 +110,7 @@ class _Key:
     step_key: str | None  # the key whose value is the record's step
     step_sync: bool
     summary: tuple[str, ...]
+    declared: bool  # a step metric or summaries: the commit's slower path
 
 
 class Config:
@@ -298,6 +299,12 @@ class Run:
         A *step* past the current one commits what is gathered first; one before it is
         ignored, with a warning, as W&B does.
         """
+        if step is None and commit is None and not self._pending and self._tee is None:
+            step = self._step  # the common call: one commit of *data*, at the next step
+            self._step = step + 1
+            if data and not self._disabled:
+                self._write_row(data, step)
+            return
         if self._tee is not None:
             self._tee.log(_for_tee(self._tee, data), step=step, commit=commit)
         if step is not None and step != self._step:
@@ -319,8 +326,11 @@ class Run:
         row, self._pending = self._pending, {}
         step = self._step
         self._step += 1
-        if self._disabled or not row:
-            return
+        if not self._disabled and row:
+            self._write_row(row, step)
+
+    def _write_row(self, row: Mapping[str, Any], step: int) -> None:
+        """Write one commit: a record per event, each with `step`, then its media values."""
         run = self._run if self._run is not None else self._open()
         keys = self._keys
         records: dict[str, dict[str, Any]] = {}
@@ -335,23 +345,27 @@ class Run:
                 continue
             fields = records.get(where.event)
             if fields is None:
-                fields = records[where.event] = {}
+                fields = records[where.event] = {"step": step}
             fields[where.field] = value
-            if where.step_key is not None and where.event not in stepped:
-                stepped[where.event] = where
-            if where.summary:
-                self._count(key, value, where.summary)
+            if where.declared:
+                if where.step_key is not None and where.event not in stepped:
+                    stepped[where.event] = where
+                if where.summary:
+                    self._count(key, value, where.summary)
         self._last.update(row)
-        if stepped and len(records) > 1:
-            self._drop_step_records(records, stepped, row)
+        if stepped:
+            for event, where in stepped.items():
+                records[event]["step"] = self._step_of(where, row, step)
+            if len(records) > 1:
+                self._drop_step_records(records, stepped, row)
         for event, fields in records.items():
-            run.log(event, step=self._step_of(stepped.get(event), row, step), **fields)
+            run.log(event, **fields)
         for key, value in media:
             log_media(run, key, value, step)
 
-    def _step_of(self, where: _Key | None, row: dict[str, Any], step: int) -> Any:
+    def _step_of(self, where: _Key, row: Mapping[str, Any], step: int) -> Any:
         """Return a record's step: its step metric's value (the last one with step_sync)."""
-        if where is None or where.step_key is None:
+        if where.step_key is None:
             return step
         if where.step_key in row:
             return row[where.step_key]
@@ -360,12 +374,12 @@ class Run:
         return step
 
     def _drop_step_records(
-        self, records: dict[str, dict[str, Any]], stepped: dict[str, _Key], row: dict[str, Any]
+        self, records: dict[str, dict[str, Any]], stepped: dict[str, _Key], row: Mapping[str, Any]
     ) -> None:
         """Leave out a record that holds only a step metric another record takes as its step."""
         used = {w.step_key for w in stepped.values() if w.step_key in row}
         for event in list(records):
-            keys = {self._key_of(event, field) for field in records[event]}
+            keys = {self._key_of(event, field) for field in records[event] if field != "step"}
             if keys <= used and any(e != event for e in stepped):
                 del records[event]
 
@@ -385,6 +399,7 @@ class Run:
             step_key,
             found.step_sync if found is not None else False,
             found.summary if found is not None else (),
+            step_key is not None or (found is not None and bool(found.summary)),
         )
         self._keys[key] = where
         if found is not None and found.goal is not None:
