@@ -419,6 +419,18 @@ class TestInstall:
         assert ConfigError is wandb.ConfigError
         assert hasattr(imported, "run")
 
+    def test_install_sets_an_imported_package_aside_until_uninstall(self) -> None:
+        real = type(sys)("wandb")
+        sys.modules["wandb"] = real
+
+        wandb.install()
+        import wandb as imported  # type: ignore[import-not-found,unused-ignore]
+
+        assert imported is wandb
+        wandb.uninstall()
+        assert sys.modules["wandb"] is real
+        del sys.modules["wandb"]
+
     def test_uninstall_lets_import_find_the_real_package(self) -> None:
         wandb.install()
         wandb.uninstall()

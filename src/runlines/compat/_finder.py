@@ -29,6 +29,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.name = name
         self.module = module
         self.submodules = {f"{name}.{sub}": names for sub, names in _SUBMODULES[name].items()}
+        self.set_aside: dict[str, types.ModuleType] = {}  # the real modules, by name
 
     def find_spec(
         self, fullname: str, path: Any = None, target: types.ModuleType | None = None
@@ -67,18 +68,21 @@ def is_installed(name: str) -> bool:
 
 
 def install(name: str, module: types.ModuleType) -> None:
-    """Make `import <name>` give *module*; installing twice does nothing."""
+    """Make `import <name>` give *module*; installing twice does nothing.
+
+    A real `<name>` imported already stays with the code that holds it, and is set back in
+    `sys.modules` by uninstall().
+    """
     if is_installed(name):
         return
-    present = sys.modules.get(name)
-    if present is not None and present is not module:
-        msg = (
-            f"the real {name} is imported already ({present.__file__}): call "
-            f"runlines.compat.{name}.install() before anything imports {name}"
-        )
-        raise RuntimeError(msg)
+    finder = _Finder(name, module)
+    # the real package imported already: set aside (code that holds it keeps it), back at
+    # uninstall(); the names the drop-in gives are its own from now on
+    for given in (name, *finder.submodules):
+        if given in sys.modules and sys.modules[given] is not module:
+            finder.set_aside[given] = sys.modules.pop(given)
     module.__path__ = []  # a package, for its submodules
-    sys.meta_path.insert(0, _Finder(name, module))
+    sys.meta_path.insert(0, finder)
 
 
 def uninstall(name: str) -> None:
@@ -92,3 +96,4 @@ def uninstall(name: str) -> None:
             del sys.modules[loaded]
     for attribute in ("__path__", *{sub.split(".")[0] for sub in _SUBMODULES[name]}):
         finder.module.__dict__.pop(attribute, None)
+    sys.modules.update(finder.set_aside)

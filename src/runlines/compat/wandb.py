@@ -32,10 +32,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Audio",
+    "Config",
     "ConfigError",
     "Histogram",
     "Image",
     "Run",
+    "Summary",
     "Table",
     "alert",
     "config",
