@@ -447,3 +447,32 @@ def _row(path: Path | None) -> dict[str, Any]:
     for record in iter_events(path):
         summary.add(record)
     return summary.row()
+
+
+def test_a_run_never_finished_writes_its_summary_at_exit(tmp_path: Path) -> None:
+    """W&B finishes at exit; the run's own close writes run_end, knowing how the job ended."""
+    import os
+    import subprocess
+
+    code = (
+        "import runlines.compat.wandb as wandb\n"
+        f"wandb.init(project='proj', name='exp', dir={str(tmp_path)!r})\n"
+        "wandb.log({'train/loss': 0.5})\n"
+        "wandb.log({'train/loss': 0.25}, commit=False)\n"
+        "wandb.summary['best'] = 1\n"
+        "raise RuntimeError('boom')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, timeout=120, check=False, capture_output=True
+    )
+
+    assert done.returncode == 1
+    log = tmp_path / "proj" / "exp.jsonl"
+    assert [(r["event"], r.get("status")) for r in records(log, "train", "summary", "run_end")] == [
+        ("train", None),
+        ("train", None),
+        ("summary", None),
+        ("run_end", "failed"),
+    ]
