@@ -59,6 +59,10 @@ TEXT: Final = "text"
 AUDIO: Final = "audio"
 MEDIA_EVENTS: Final = (IMAGE, HISTOGRAM, TABLE, TEXT, AUDIO)
 MEDIA_DIR: Final = "media"
+# Written by the drop-ins (docs/compat.md): a run's declared final values (`values`, by
+# column) and a metric's declared direction (`column`, `goal`: "min" or "max").
+SUMMARY: Final = "summary"
+DEFINE_METRIC: Final = "define_metric"
 
 _NAME_LOCK_SUFFIX: Final = ".name.lock"
 _EVENT_START: Final = b'"event":"run_start"'

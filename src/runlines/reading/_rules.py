@@ -35,6 +35,7 @@ BOOKKEEPING: Final = frozenset(
 NOT_METRIC_EVENTS: Final = _layout.LIFECYCLE_EVENTS | {
     _layout.WARNING, _layout.LOG, _layout.NONFINITE, _layout.STALL, _layout.STALL_END,
     *_layout.MEDIA_EVENTS,
+    _layout.SUMMARY, _layout.DEFINE_METRIC,
 }  # fmt: skip
 # Where a field's name says which way is better (the field vocabulary's metrics).
 _LOWER: Final = ("loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse")

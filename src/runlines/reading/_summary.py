@@ -15,6 +15,10 @@ its attempts': the gaps between attempts never count. The run's config is that o
 attempt that gave one (a `run_start` whose config is missing or empty keeps the one before),
 and each attempt lists the config keys that changed from the config before it.
 
+Declarations (docs/compat.md): a `summary` record's `values` are the run's declared final
+values, by column, in the row in place of the last values; a `define_metric` record's `goal`
+("min" or "max") sets which way its `column` is better, for the best of every value kept.
+
 Only runlines logs are runs (`is_runlines_log`): a log whose records include none with a
 text `event` and a numeric `ts` (what every runlines record has) is a foreign JSONL.
 """
@@ -246,6 +250,8 @@ class RunSummary:
         self._active_ts: float | None = None  # the last record that was no background record
         self._stall_seen = False  # a `stall` record, and no record of the run's since
         self.shaped = False  # whether a record has a text event and a numeric ts (runlines')
+        self._declared: dict[str, Any] = {}  # the `summary` records' values, by column
+        self._goals: dict[str, str] = {}  # the `define_metric` records' goals, by column
         # per attempt: its number, first and last ts (set when the next starts), its run_end's
         # status and ts, and the config keys it changed; None for an attempt of a restored
         # summary's history, read again from the log when asked (`attempts_detail`)
@@ -275,8 +281,24 @@ class RunSummary:
             status = record.get("status")
             self.ended = status if isinstance(status, str) and status else "ok"
             self._end(record, at)
+        elif event == _layout.SUMMARY or event == _layout.DEFINE_METRIC:
+            self._declare(record)
         elif is_metric_event(event):
             self._values(event, record)
+
+    def _declare(self, record: Mapping[str, Any]) -> None:
+        """Take in a `summary` record's final values or a `define_metric` record's goal."""
+        values, column, goal = record.get("values"), record.get("column"), record.get("goal")
+        if record.get("event") == _layout.SUMMARY and isinstance(values, Mapping):
+            self._declared.update(values)
+        elif isinstance(column, str) and goal in ("min", "max"):
+            self._goals[column] = goal
+            best = self._best.get(column)
+            if best is not None and best.lower != (goal == "min"):
+                best.lower, best.dirty = goal == "min", True  # counted again from its values
+            for pair, (key, found) in list(self._metrics.items()):
+                if key == column and found is None:  # a best from its next value on
+                    del self._metrics[pair]
 
     def _tick(self, ts: float, *, active: bool) -> None:
         if self.started is None:
@@ -368,7 +390,7 @@ class RunSummary:
         if field in BOOKKEEPING or field in ("event", "run"):
             return "", None
         key = f"{event}.{field}"
-        way = None if event == _layout.SYSTEM else direction(field)  # a measurement, no score
+        way = self._goals.get(key) or (None if event == _layout.SYSTEM else direction(field))
         if way is None:
             return key, None
         best = self._best.get(key)
@@ -502,6 +524,7 @@ class RunSummary:
             row[key] = value
             if key in self._best:
                 row[f"{key}.best"] = self._best[key].value(cutoffs)
+        row.update(self._declared)
         return row
 
     def _cutoffs(self) -> list[float]:
@@ -558,6 +581,8 @@ class RunSummary:
             "gaps": list(self._gaps),
             "active_ts": self._active_ts,
             "stall_seen": self._stall_seen,
+            "declared": self._declared,
+            "goals": self._goals,
         }
 
     @classmethod
@@ -585,6 +610,8 @@ class RunSummary:
         summary._gaps.extend(state["gaps"])
         summary._active_ts = state["active_ts"]
         summary._stall_seen = state["stall_seen"]
+        summary._declared = dict(state.get("declared", {}))  # a copy from before declarations
+        summary._goals = dict(state.get("goals", {}))
         # the state holds no attempts: asked for, they are read again from the log
         # (`attempts_detail`)
         summary.shaped = _any_runlines_record(summary.path, state["records"])

@@ -136,7 +136,8 @@ def summary_state(
 
     *table* holds *parsed*'s columns, and *read_line* returns the bytes of a 0-based line of
     the log. Declines where two (event, field) pairs share a column name (`a.b`/`c` and
-    `a`/`b.c`), or a line the engine read is one that orjson refuses.
+    `a`/`b.c`), a line the engine read is one that orjson refuses, or the log holds
+    declarations (`summary`, `define_metric` records).
     """
     if parsed.refused or odd_numbers(table, read_line):
         return None
@@ -146,8 +147,10 @@ def summary_state(
     events, codes = event_codes(table.get("event")) if "event" in table.names else ([], None)
     if codes is None:
         codes = np.full(table.num_rows, -1, dtype=np.int64)
+    if _layout.SUMMARY in events or _layout.DEFINE_METRIC in events:
+        return None  # declarations (docs/compat.md): the Python pass reads them
     rows = Rows(table, lines, events, codes, read_line, {})
-    state: dict[str, Any] = {"records": table.num_rows}
+    state: dict[str, Any] = {"records": table.num_rows, "declared": {}, "goals": {}}
     starts = rows.rows_of(RUN_START)
     segment = np.searchsorted(starts, np.arange(table.num_rows), side="right")
     attempts, resumes = lifecycle_of(rows, starts, state)
