@@ -265,7 +265,7 @@ class TestDefineMetric:
         """The copy's summary comes from the Python pass, which reads declarations."""
         pytest.importorskip("pyarrow")
         import runlines
-        from runlines.reading._parquet import write_copy
+        from runlines.reading._copies import write_copy
 
         run = start(tmp_path)
         wandb.define_metric("train/loss", goal="maximize")

@@ -16,6 +16,7 @@ import fnmatch
 import os
 import random
 import sys
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from runlines import _layout
 from runlines.compat._keys import DEFAULT_EVENT, column_of, split_key
 from runlines.compat._media import Audio, Histogram, Image, Media, Table, log_media
-from runlines.errors import RunStateError
+from runlines.errors import FieldError, RunlinesWarning, RunStateError
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -457,10 +458,30 @@ class Run:
         )
         self.name = self._run.name  # a finished run's name is taken: `<name>-2`
         self._run.log("run_info", **self._info)
+        self._tag_and_note()
         import atexit
 
         atexit.register(self._at_exit)  # runs before the run's own close at exit (LIFO)
         return self._run
+
+    def _tag_and_note(self) -> None:
+        """Give init()'s tags and notes to the run's notes file, where runs() and the
+        dashboard read them (`runlines tag`); one that runlines refuses is said, not fatal."""
+        run = self._run
+        assert run is not None
+        tags, notes = self._info.get("tags") or [], self._info.get("notes")
+        calls: list[tuple[Any, Any]] = [(t, run.tag) for t in tags] + [(notes, run.note)]
+        for what, call in calls:
+            if not what:
+                continue
+            try:
+                call(what)
+            except (FieldError, OSError) as err:
+                warnings.warn(
+                    f"wandb.init(): {err}; it stays in the run_info record",
+                    RunlinesWarning,
+                    stacklevel=2,
+                )
 
     def _at_exit(self) -> None:
         """Write what is gathered and the summary of a run never finished; its run_end is
