@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-import _grouped
 import runlines
 from _logs import T0, line, train, write
 from runlines.cli import main
@@ -213,7 +212,7 @@ class TestDownsampling:
 
 
 class TestGroups:
-    """Against compare(group_by=...)'s contract (tests/_grouped.py) until it lands."""
+    """Groups come from compare(group_by=...): a mean line and a band per group."""
 
     def test_each_group_is_its_mean_and_band_with_n(self) -> None:
         index = pd.Index(np.arange(5000, dtype="float64"), name="step")
@@ -246,7 +245,6 @@ class TestGroups:
     def test_group_by_draws_a_band_per_group(
         self, run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        _grouped.install(monkeypatch)
         for seed, lr in enumerate((0.1, 0.1, 0.2, 0.2)):
             train(run_dir, f"r{seed}", range(1, 20), config={"lr": lr, "seed": seed})
         out = tmp_path / "r.html"

@@ -15,7 +15,6 @@ from typing import Any
 import pandas as pd  # for runs(): imported after Playwright started, it crashes the process
 import pytest
 
-import _grouped
 import runlines
 from _logs import T0, line, train, write
 
@@ -145,8 +144,7 @@ def test_each_run_shows_its_config_and_the_logs_sha256(tmp_path: Path, tab: Page
 def test_group_by_draws_two_bands(
     tmp_path: Path, tab: Page, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Against compare(group_by=...)'s contract (tests/_grouped.py) until it lands."""
-    _grouped.install(monkeypatch)
+    """Groups come from compare(group_by=...): a mean line and a band per group."""
     _sweep(tmp_path / "runs")
     (tmp_path / "runs" / "nan.jsonl").unlink()
     report = runlines.report(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -19,9 +20,12 @@ from runlines.cli._common import (
     table,
     when,
 )
+from runlines.cli._compare import group_keys
 from runlines.cli._summaries import unreadable_reason, warn_unreadable
+from runlines.cli._terminal import printable
 from runlines.errors import ReadError, RunlinesWarning
 from runlines.reading._files import check_source
+from runlines.reading._groups import group_rows
 from runlines.reading._rules import foreign_log_message, json_ready
 from runlines.reading._table import quick_summary_of, summary_of
 
@@ -42,6 +46,7 @@ def add_commands(subparsers: Any) -> None:
     ls.add_argument("--sort", metavar="COLUMN", help="sort by a column; --sort=-COLUMN: descending")
     ls.add_argument("--columns", metavar="A,B", help="more columns: config.lr,eval.accuracy")
     ls.add_argument("--json", action="store_true", help="print every column as JSON")
+    ls.add_argument("--group-by", metavar="K,K", help="one line per group of config keys (or auto)")
     ls.set_defaults(handler=_ls)
 
 
@@ -54,7 +59,7 @@ def _ls(args: argparse.Namespace) -> int:
     mains = [log for log in logs if log.rank is None]
     labels = reading.run_labels(mains)
     # the table's key columns need no full read of a big log; --json shows every column
-    read = summary_of if args.json or args.columns else quick_summary_of
+    read = summary_of if args.json or args.columns or args.group_by else quick_summary_of
     rows = []
     for log in mains:
         summary = _readable_summary(read, log, labels.get(log.path))
@@ -63,6 +68,8 @@ def _ls(args: argparse.Namespace) -> int:
             row["_last_ts"] = summary.last_ts
             row["_files"] = ranks[(log.path.parent, log.run)]
             rows.append(row)
+    if args.group_by:
+        return _ls_groups(args, rows)
     rows = _sorted_rows(rows, args.sort)
     if args.json:
         print_json([_json_row(r) for r in rows])
@@ -72,6 +79,31 @@ def _ls(args: argparse.Namespace) -> int:
         extra.insert(0, "tags")
     header = ["RUN", "STATUS", "ATTEMPTS", "STARTED", "DURATION", "STEP", "METRIC"]
     print(table([*header, *(c.upper() for c in extra)], [_ls_row(r, extra) for r in rows]))
+    return 0
+
+
+def _ls_groups(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
+    """Print one line per group of *rows*: its keys, n, and the main metric's mean ± std."""
+    keys, groups = group_rows(rows, group_keys(args.group_by))
+    if args.group_by.strip() == "auto":
+        chosen = ", ".join(keys) or "(none: one group)"
+        print(printable(f"runlines: grouped by {chosen} (auto)"), file=sys.stderr)
+    groups = _sorted_rows(groups, args.sort)
+    if args.json:
+        print_json([_json_row(g) for g in groups])
+        return 0
+    metric = _main_metric({k: None for r in rows for k in r})
+    extra = [c for c in (args.columns or "").split(",") if c]
+    header = [*(k.upper() for k in keys), "N", "METRIC", *(c.upper() for c in extra)]
+    lines = []
+    for group in groups:
+        shown = "-"
+        if metric:
+            mean, std = group.get(f"{metric}.mean"), group.get(f"{metric}.std")
+            shown = f"{metric}={cell(mean)}" + (f" ± {cell(std)}" if std is not None else "")
+        values = [cell(group[k]) for k in keys]
+        lines.append([*values, str(group["n"]), shown, *(cell(group.get(c)) for c in extra)])
+    print(table(header, lines))
     return 0
 
 

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["draw_metric", "nonfinite_count", "plot_metric", "runs_and_events"]
+__all__ = [
+    "draw_groups",
+    "draw_metric",
+    "nonfinite_count",
+    "plot_groups",
+    "plot_metric",
+    "runs_and_events",
+]
 
 _INSTALL = "plotting needs matplotlib: pip install 'runlines[plot]'"
 _STYLES: Final = ("-", "--", ":", "-.")  # one per event, in the order the columns have them
@@ -31,7 +38,13 @@ def _figure() -> Any:
 
 
 def draw_metric(
-    table: pd.DataFrame, *, metric: str, by: str = "step", title: str | None = None
+    table: pd.DataFrame,
+    *,
+    metric: str,
+    by: str = "step",
+    title: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
 ) -> Any:
     """Return a matplotlib Figure with one line per column of *table* (a `compare` result).
 
@@ -79,7 +92,69 @@ def draw_metric(
     axes.grid(visible=True, alpha=0.3)
     if len(table.columns):
         axes.legend(title="run")
+    _scales(axes, logx=logx, logy=logy)
     return figure
+
+
+def _scales(axes: Any, *, logx: bool, logy: bool) -> None:
+    if logx:
+        axes.set_xscale("log")
+    if logy:
+        axes.set_yscale("log")
+
+
+def draw_groups(
+    table: pd.DataFrame,
+    *,
+    metric: str,
+    by: str = "step",
+    title: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
+) -> Any:
+    """Return a Figure with each group's mean line of *table* (`compare(group_by=...)`) and a
+    band of mean ± std; the legend gives each group's most runs at a step (`n`).
+
+    Raises:
+        ImportError: matplotlib is not installed.
+    """
+    import numpy as np
+
+    figure = _figure()
+    axes = figure.add_subplot()
+    colours = _colours()
+    xs = table.index.to_numpy(dtype="float64", na_value=np.nan)
+    for i, label in enumerate(dict.fromkeys(table.columns.get_level_values(0))):
+        group = table[label]
+        mean = group["mean"].to_numpy(dtype="float64", na_value=np.nan)
+        std = group["std"].to_numpy(dtype="float64", na_value=0.0)
+        colour = colours[i % len(colours)]
+        most = int(group["n"].max()) if len(group) else 0
+        axes.plot(xs, mean, color=colour, linewidth=1.6, label=f"{label} (n={most})")
+        axes.fill_between(xs, mean - std, mean + std, color=colour, alpha=0.2, linewidth=0)
+    axes.set_xlabel(by)
+    axes.set_ylabel(metric)
+    axes.set_title(title or f"{metric} by {by}, mean ± std")
+    axes.grid(visible=True, alpha=0.3)
+    if len(table.columns):
+        axes.legend(title="group")
+    _scales(axes, logx=logx, logy=logy)
+    return figure
+
+
+def plot_groups(
+    table: pd.DataFrame,
+    path: str | os.PathLike[str],
+    *,
+    metric: str,
+    by: str = "step",
+    logx: bool = False,
+    logy: bool = False,
+) -> Path:
+    """Draw each group of *table* (`compare(group_by=...)`) as `draw_groups` and save it."""
+    target = Path(path)
+    draw_groups(table, metric=metric, by=by, logx=logx, logy=logy).savefig(target)
+    return target
 
 
 def _colours() -> list[str]:
@@ -157,6 +232,8 @@ def plot_metric(
     metric: str,
     by: str = "step",
     title: str | None = None,
+    logx: bool = False,
+    logy: bool = False,
 ) -> Path:
     """Draw one line per run of *table* (a `compare` result) and save it to *path* (PNG, SVG...).
 
@@ -164,5 +241,6 @@ def plot_metric(
         ImportError: matplotlib is not installed.
     """
     target = Path(path)
-    draw_metric(table, metric=metric, by=by, title=title).savefig(target)
+    scales = {"logx": logx, "logy": logy}
+    draw_metric(table, metric=metric, by=by, title=title, **scales).savefig(target)
     return target

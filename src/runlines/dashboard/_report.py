@@ -243,9 +243,7 @@ def _grouped_chart(
     sources: Sequence[Any], chart: _Chart, x: str, group_by: list[str], buckets: int
 ) -> dict[str, Any]:
     """Return one chart of groups: each group's mean line and its band."""
-    table = reading.compare(  # type: ignore[call-arg]  # TODO(#28): compare(group_by=) lands
-        *sources, metric=chart.field, by=x, event=chart.event, group_by=group_by
-    )
+    table = reading.compare(*sources, metric=chart.field, x=x, event=chart.event, group_by=group_by)
     return {
         "event": chart.event,
         "field": chart.field,

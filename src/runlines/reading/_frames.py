@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from runlines.errors import FieldError, ReadError, RunlinesWarning
@@ -15,6 +15,7 @@ from runlines.reading._rules import (
     AGGREGATIONS,
     FIRST_COLUMNS,
     NOT_METRIC_EVENTS,
+    SEPARATOR,
     Errors,
     as_attempt,
     check_errors,
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["ELAPSED", "SEPARATOR", "compare", "load", "load_with_presence", "numeric_fields"]
 
 ELAPSED: Final = "elapsed_s"  # compare(by=...): seconds since each run's first record
-SEPARATOR: Final = " · "  # between a run and an event in a column label: `baseline · eval`
 _TIME_AXES: Final = ("ts", ELAPSED)
 
 
@@ -500,42 +500,96 @@ def _with_elapsed(frame: pd.DataFrame, names: list[str] | None) -> pd.DataFrame:
 
 
 def _logged(sources: tuple[str | os.PathLike[str], ...], event: Any, metric: str, by: str) -> Any:
-    """Return load()'s frame for compare, with `__logged`: whether a record holds *metric*."""
+    """Return load()'s frame for compare, with `__logged`: whether a record holds *metric*.
+
+    An x field that a record of the metric lacks is joined by step (`_joined_by_step`).
+    """
     import numpy as np
+
+    names = event_names(event)
 
     def read(events: Any) -> tuple[pd.DataFrame, dict[str, _Bools]]:
         present: dict[str, _Bools] = {metric: np.zeros(0, dtype=bool)}
         found = _load_frame(
             sources, events, None, False, "warn", "compare()", present, refuse_foreign=True
         )
+        if metric in found.columns:
+            logged = present[metric]
+            found["__logged"] = logged if len(logged) == len(found) else found[metric].notna()
         return found, present
 
-    frame, present = read(event)
+    frame, _ = read(event)
     derive = by == ELAPSED and by not in frame.columns
+    join = not derive and _lacks_x(frame, by)
+    if (derive or join) and names is not None:  # the other events' records count too
+        frame, _ = read(None)
     if derive:  # each run's first record counts, whatever its event
-        frame, present = read(None)
-    if metric in frame.columns:
-        logged = present[metric]
-        frame["__logged"] = logged if len(logged) == len(frame) else frame[metric].notna()
-    return _with_elapsed(frame, event_names(event)) if derive else frame
+        return _with_elapsed(frame, names)
+    if join:
+        frame = _joined_by_step(frame, by)
+        return frame if names is None else frame[frame["event"].isin(names)]
+    return frame
+
+
+def _lacks_x(frame: pd.DataFrame, by: str) -> bool:
+    """Return whether a record that holds the metric lacks the x field *by*."""
+    if by in (*_TIME_AXES, "step") or "__logged" not in frame.columns or "step" not in frame:
+        return False
+    if by not in frame.columns:
+        return True
+    logged = frame["__logged"].to_numpy(dtype=bool)
+    return bool(frame[by].isna().to_numpy()[logged].any())
+
+
+def _joined_by_step(frame: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Give each record that lacks *by* the value its run logged in another record at the same
+    step (the last such record, of any event; a distributed run's rank 0).
+    """
+    import numpy as np
+
+    pd = import_pandas("compare()")
+    if by not in frame.columns:
+        return frame  # in no record: _check_numeric says so
+    values = frame[by]
+    holds = values.notna() & frame["step"].notna()
+    if "rank" in frame.columns:
+        holds &= frame["rank"].isna() | (frame["rank"] == 0)
+    source = frame.loc[holds.to_numpy(dtype=bool), ["run", "step", by]]
+    source = source.drop_duplicates(["run", "step"], keep="last").set_index(["run", "step"])[by]
+    lacking = (values.isna() & frame["__logged"]).to_numpy(dtype=bool)
+    wanted = frame.loc[lacking, ["run", "step"]]
+    keys = pd.MultiIndex.from_frame(wanted)
+    joined = source.reindex(keys).to_numpy()
+    if values.dtype.kind not in "f" and pd.isna(joined).any():
+        values = values.astype("Float64")  # a step with no x: missing, not 0
+    frame = frame.copy(deep=False)
+    filled = values.copy()
+    filled.iloc[np.flatnonzero(lacking)] = joined
+    frame[by] = filled
+    return frame
 
 
 def compare(
     *sources: str | os.PathLike[str],
     metric: str,
     by: str = "step",
+    x: str | None = None,
     event: str | Iterable[str] | None = None,
     agg: str = "mean",
+    group_by: str | Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Return one row per value of *by* and one column per run: *metric* aggregated by *agg*.
+    """Return one row per value of *x* and one column per run: *metric* aggregated by *agg*.
 
     A metric is a field of one event: where the records hold *metric* in several events
     (train and eval ``loss``), each run has a column per event, labelled ``run · event``;
-    values of different events are never combined. *by* may be any numeric field, ``ts``,
-    or ``elapsed_s``: seconds since the run's first record. A distributed run is compared by
-    its rank 0's records, the values `runs()` states for it (`load()` or `query()` give every
-    rank's). Without *event*, the records runlines writes about a run (lifecycle, spans,
-    captures, media) are left out: an image's width or a histogram's mean is no metric.
+    values of different events are never combined. *x* (or its older name *by*) may be any
+    numeric field, ``ts``, or ``elapsed_s``: seconds since the run's first record. A record
+    of the metric that lacks the x field takes the value its run logged at the same step in
+    another record (of any event; the last one at that step); one with neither is left out.
+    A distributed run is compared by its rank 0's records, the values `runs()` states for it
+    (`load()` or `query()` give every rank's). Without *event*, the records runlines writes
+    about a run (lifecycle, spans, captures, media) are left out: an image's width or a
+    histogram's mean is no metric.
 
     The columns are nullable ``Float64``: a value the run logged as NaN or an infinity stays
     ``nan``, ``inf`` or ``-inf``, and a step the run has no record of is ``pd.NA``
@@ -544,11 +598,18 @@ def compare(
     ``median``, ``min``, ``max``, ``sum`` and ``std`` NaN; ``first`` and ``last`` are that
     record's value, and ``count`` counts every record that holds the metric.
 
+    With *group_by* (config keys, or ``"auto"``), the columns are (group label, stat)
+    instead: per step, over each group's runs' values, ``n`` (the runs that logged the
+    step), ``mean``, ``std``, ``min`` and ``max`` (docs/groups.md); ``table.attrs["group_by"]``
+    names the keys.
+
     Raises:
-        FieldError: *metric* or *by* is not a numeric field of any record.
+        FieldError: *metric* or *x* is not a numeric field of any record, or a *group_by*
+            key is in no run's config.
         ReadError: a source holds a JSONL that is no runlines log.
-        ValueError: an unknown *agg*.
+        ValueError: an unknown *agg*, or *by* and *x* that disagree.
     """
+    by = _x_axis(by, x)
     if agg not in AGGREGATIONS:
         msg = f"agg must be one of {', '.join(AGGREGATIONS)}, got {agg!r}"
         raise ValueError(msg)
@@ -584,11 +645,31 @@ def compare(
         key = rows["run"].astype(str) + SEPARATOR + rows["event"].astype(str)
     rows = pd.DataFrame({by: rows[by], "__column": key, "__value": rows[metric].astype("float64")})
     columns = list(pd.unique(rows["__column"]))
-    return _aggregated(pd, rows, by, agg, columns)
+    found, seen = _per_step(rows, by, agg)
+    if group_by is None:
+        return _wide(pd, found, seen, rows[by].dtype, by, columns)
+    from runlines.reading._groups import compare_groups
+
+    column_events = None
+    if len(events) > 1:
+        column_events = {c: str(c).rsplit(SEPARATOR, 1)[1] for c in columns}
+    return compare_groups(pd, found, by, columns, column_events, sources, group_by)
 
 
-def _aggregated(pd: Any, rows: pd.DataFrame, by: str, agg: str, columns: list[Any]) -> Any:
-    """Return the table of *rows* (`by`, `__column`, `__value`): Float64, pd.NA where none."""
+def _x_axis(by: str, x: str | None) -> str:
+    """Return the x field: *x*, else *by* (its older name); both given must agree."""
+    if x is None:
+        return by
+    if by not in ("step", x):
+        msg = f"by={by!r} and x={x!r} name two x axes; pass x= alone (by is its older name)"
+        raise ValueError(msg)
+    return x
+
+
+def _per_step(rows: pd.DataFrame, by: str, agg: str) -> tuple[pd.Series, pd.Series]:
+    """Return *rows* (`by`, `__column`, `__value`) aggregated per (by, column) by *agg*, and
+    how many records each has (both indexed by (by, column), sorted).
+    """
     import numpy as np
 
     keys = [by, "__column"]
@@ -601,13 +682,23 @@ def _aggregated(pd: Any, rows: pd.DataFrame, by: str, agg: str, columns: list[An
         found = seen.astype("float64")
     elif agg in ("first", "last") and has_nan:  # groupby's first and last skip NaN
         found = rows.drop_duplicates(keys, keep=agg).set_index(keys)["__value"]
+        found = found.reindex(seen.index)
     else:
         found = grouped["__value"].agg(agg)
         if has_nan and agg not in ("first", "last"):  # a NaN among the records: NaN
             found = found.mask(grouped["__nan"].any(), np.nan)
+    return found, seen
+
+
+def _wide(
+    pd: Any, found: pd.Series, seen: pd.Series, dtype: Any, by: str, columns: list[Any]
+) -> Any:
+    """Return the table of *found*: a Float64 column per run, pd.NA where none."""
+    import numpy as np
+
     wide = found.unstack("__column")
     present = seen.unstack("__column")
-    index = present.index if len(seen) else pd.Index([], name=by, dtype=rows[by].dtype)
+    index = present.index if len(seen) else pd.Index([], name=by, dtype=dtype)
     table = pd.DataFrame(
         {
             column: pd.arrays.FloatingArray(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import copy_path
@@ -101,7 +102,9 @@ def quick_summary_of(log: LogFile, label: str | None = None) -> RunSummary:
     return summary
 
 
-def runs(*sources: str | os.PathLike[str]) -> pd.DataFrame:
+def runs(
+    *sources: str | os.PathLike[str], group_by: str | Sequence[str] | None = None
+) -> pd.DataFrame:
     """Return one row per run of *sources* (log files or folders of logs).
 
     Columns: `run`, `path`, `status` (ok, failed, interrupted, terminated, pruned, running,
@@ -112,11 +115,20 @@ def runs(*sources: str | os.PathLike[str]) -> pd.DataFrame:
     `tags` (a list, in the order added) and `notes` (a list of texts) are those `runlines tag`
     and `runlines note` gave the run (docs/cli.md).
 
+    With *group_by* (config keys, or ``"auto"``): one row per group instead, with the keys,
+    `group` (its label), `n`, `runs` (the run names) and ``<metric>.<stat>`` (mean, std,
+    min, max) per metric (docs/groups.md); ``frame.attrs["group_by"]`` names the keys.
+
     Raises:
         ReadError: a source that does not exist, or a folder without logs.
+        FieldError: a *group_by* key that no run's config holds.
     """
     pd = import_pandas("runs()")
     rows = [summary.row() for summary in summaries(*sources)]
+    if group_by is not None:
+        from runlines.reading._groups import runs_frame
+
+        return runs_frame(pd, rows, group_by)
     frame = pd.DataFrame(rows, columns=_columns(rows))
     frame["started"] = pd.to_datetime(frame["started"], utc=True)
     return frame
