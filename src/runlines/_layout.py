@@ -2,7 +2,8 @@
 
 A run named N in folder D writes `D/N.jsonl` (rank R > 0 of a distributed run:
 `D/N.rank<R>.jsonl`), holds `D/N.jsonl.lock` while it is open, and keeps side files in
-`D/N.artifacts/`. A finished log may have a Parquet copy, `D/N.parquet` (docs/scale.md).
+`D/N.artifacts/`. A finished log may have a Parquet copy, `D/N.parquet` (docs/scale.md), and a
+run with console capture writes `D/N.console.log` (docs/console.md).
 Only regular files are ever opened: a FIFO or a device named like a log would block a reader
 forever.
 
@@ -26,6 +27,7 @@ LOG_SUFFIX: Final = ".jsonl"
 LOCK_SUFFIX: Final = ".lock"
 ARTIFACTS_SUFFIX: Final = ".artifacts"
 COPY_SUFFIX: Final = ".parquet"
+CONSOLE_SUFFIX: Final = ".console.log"
 RANK_NAME: Final = re.compile(r"^(?P<run>.+)\.rank(?P<rank>\d+)$")
 
 # The events runlines writes itself; every other event is the user's.
@@ -133,6 +135,11 @@ def artifacts_dir(log: Path) -> Path:
 def copy_path(log: Path) -> Path:
     """Return the Parquet copy of a log's records: `<name>.parquet` next to `<name>.jsonl`."""
     return log.with_suffix(COPY_SUFFIX)
+
+
+def console_path(log: Path) -> Path:
+    """Return a run's captured console: `<name>.console.log` next to `<name>.jsonl`."""
+    return log.with_suffix(CONSOLE_SUFFIX)
 
 
 def run_and_rank(stem: str) -> tuple[str, int | None]:
