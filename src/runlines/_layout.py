@@ -6,6 +6,7 @@ A run named N in folder D writes `D/N.jsonl` (rank R > 0 of a distributed run:
 Parquet copy, `D/N.parquet` (docs/scale.md).
 Tags and notes go to `D/N.notes.jsonl`, which only `runlines tag`/`note` append to: it ends
 in `.jsonl` but is no log (`is_log_name`), and no run may be named `*.notes`.
+A run with console capture writes `D/N.console.log` (docs/console.md).
 Only regular files are ever opened: a FIFO or a device named like a log would block a reader
 forever.
 
@@ -30,6 +31,7 @@ LOCK_SUFFIX: Final = ".lock"
 ARTIFACTS_SUFFIX: Final = ".artifacts"
 COPY_SUFFIX: Final = ".parquet"
 NOTES_SUFFIX: Final = ".notes.jsonl"
+CONSOLE_SUFFIX: Final = ".console.log"
 RANK_NAME: Final = re.compile(r"^(?P<run>.+)\.rank(?P<rank>\d+)$")
 
 # The events runlines writes itself; every other event is the user's.
@@ -171,6 +173,11 @@ def notes_path(log: Path) -> Path:
 def is_log_name(name: str) -> bool:
     """Return whether a file named *name* in a folder of logs is a log: `*.jsonl`, no notes."""
     return name.endswith(LOG_SUFFIX) and not name.endswith(NOTES_SUFFIX)
+
+
+def console_path(log: Path) -> Path:
+    """Return a run's captured console: `<name>.console.log` next to `<name>.jsonl`."""
+    return log.with_suffix(CONSOLE_SUFFIX)
 
 
 def run_and_rank(stem: str) -> tuple[str, int | None]:

@@ -75,6 +75,7 @@ class Run:
         on_nonfinite: Literal["warn", "raise", "ignore"] = "warn",
         console_every: float | None = None,
         console_events: Iterable[str] | None = None,
+        console_capture: bool = False,
         compact: bool | None = None,
         sinks: Iterable[Sink] = (),
     ) -> None:
@@ -114,6 +115,7 @@ class Run:
         stall_after_s = _watching.check_stall_after(stall_after)
         alarm_mode = _watching.check_on_nonfinite(on_nonfinite)
         console_options = ConsoleOptions.of(console_every, console_events)
+        _check_console_capture(console_capture)
         added = tuple(map(_sinks._guard, (*sinks, *_sinks._added_sinks())))
         self._watching: _watching.Watching | None = None
         from runlines._capture import Capture, parse_capture  # with logging: when a run opens
@@ -150,6 +152,11 @@ class Run:
         self._say_attempt(asked, resume, previous, config, config_dict)
         _lifecycle.register(self)
         self._capture.install()
+        self._tee = None  # descriptors 1 and 2 copied to <name>.console.log (docs/console.md)
+        if console_capture:
+            from runlines import _tee
+
+            self._tee = _tee.start_capture(_layout.console_path(self.path))
         # its pretty console shows runlines' own warnings as lines: Python's warnings do not
         self._console_warns = pretty and self._capture.settings.warnings
         if self._console_warns:
@@ -685,6 +692,9 @@ class Run:
             sink.flush()
         for sink in self._all_sinks():
             sink.close()
+        tee = getattr(self, "_tee", None)
+        if tee is not None:  # after the stdout sink's last line, which goes through the tee
+            tee.stop(wait=not self._dying)
         self._log.release(failed_start=failed_start)  # its sink closed first
 
     def _all_sinks(self) -> tuple[FileSink | StdoutSink | _sinks._Guarded, ...]:
@@ -851,6 +861,12 @@ def _check_console(console: Any) -> None:
     if console not in ("auto", "json", "pretty"):
         msg = f"console must be 'auto', 'json' or 'pretty', got {console!r}"
         raise ValueError(msg)
+
+
+def _check_console_capture(console_capture: Any) -> None:
+    if not isinstance(console_capture, bool):
+        msg = f"console_capture must be True or False, got {console_capture!r}"
+        raise TypeError(msg)
 
 
 def _check_resume_step(resume_step: Any) -> None:

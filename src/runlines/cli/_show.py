@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _notes, reading
+from runlines._tee import ConsoleLine, read_console
 from runlines.cli._common import cell, duration, print_json, resolve_run, table, when
 from runlines.cli._summaries import RunDetails, describe
 from runlines.cli._terminal import printable
@@ -15,6 +16,7 @@ from runlines.cli._terminal import printable
 __all__ = ["add_commands"]
 
 _CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
+_CONSOLE_LINES: Final = 10  # `show` prints this much of a captured console unless --console
 
 
 def add_commands(subparsers: Any) -> None:
@@ -25,6 +27,13 @@ def add_commands(subparsers: Any) -> None:
     show.add_argument("run", metavar="RUN")
     show.add_argument("--config", action="store_true", help="list every config key")
     show.add_argument("--json", action="store_true", help="print what show gathers as JSON")
+    show.add_argument(
+        "--console",
+        type=int,
+        default=_CONSOLE_LINES,
+        metavar="N",
+        help=f"show the last N lines of the captured console (default {_CONSOLE_LINES}; 0: none)",
+    )
     show.set_defaults(handler=_show)
 
 
@@ -32,8 +41,12 @@ def _show(args: argparse.Namespace) -> int:
     path = resolve_run(args.run)
     details = describe(reading.log_file(path))
     ranks = [describe(log) for log in _rank_logs(path)]
+    console = _console_tail(path, max(args.console, 0))
     if args.json:
-        print_json(_show_json(details, ranks))
+        shown = _show_json(details, ranks)
+        if console is not None:
+            shown["console"] = [line._asdict() for line in console]
+        print_json(shown)
         return 0
     print(_show_header(details))
     limit = None if args.config else _CONFIG_KEYS
@@ -55,7 +68,35 @@ def _show(args: argparse.Namespace) -> int:
     for rank in ranks:
         print()
         print(_rank_section(rank))
+    if console:
+        print()
+        print(_console_section(path, console))
     return 0
+
+
+def _console_tail(path: Path, lines: int) -> list[ConsoleLine] | None:
+    """Return the last *lines* lines of the run's captured console; None without one."""
+    from runlines._layout import console_path
+
+    if not lines:
+        return None
+    try:
+        return read_console(console_path(path), lines)
+    except OSError:  # no capture, or no access to it: nothing to show
+        return None
+
+
+def _console_section(path: Path, console: list[ConsoleLine]) -> str:
+    """Return the console's last lines, each with its local time; stderr's marked `!`."""
+    from runlines._layout import console_path
+
+    head = printable(f"console, last {len(console)} lines ({console_path(path)})")
+    rows = [
+        f"  {when(line.ts)[11:] or '-'} {'!' if line.stream == 'err' else ' '} "
+        + printable(line.text)
+        for line in console
+    ]
+    return "\n".join([head, *rows])
 
 
 def _rank_logs(path: Path) -> list[reading.LogFile]:

@@ -1,0 +1,341 @@
+"""Console capture, `Run(..., console_capture=True)`: descriptors 1 and 2 kept in a side file.
+
+While a run captures, descriptors 1 and 2 of the process are a pipe each (a pseudo-terminal
+when the original was a terminal) read by a small separate process, the tee. The tee writes
+what it reads to the original descriptors unchanged, and to `<name>.console.log` as lines
+stamped with their time (see docs/console.md for the format). Being a process of its own, it
+outlives a SIGKILL of the job and drains what the pipes still hold; children that inherit the
+descriptors write into the same pipes. Closing the run puts the original descriptors back.
+
+This module's top imports only the standard library: the tee runs it as a script
+(`python -I -S _tee.py ...`), without runlines on its path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+if TYPE_CHECKING:
+    import subprocess
+    from pathlib import Path
+
+__all__ = ["ConsoleCapture", "ConsoleLine", "Lines", "read_console", "start_capture"]
+
+STREAMS: Final = ((1, "out"), (2, "err"))  # descriptor and the tag its lines carry
+_READ_BYTES: Final = 1 << 16
+_MAX_LINE_BYTES: Final = 1 << 20  # a longer line without a newline is written in pieces
+_START_S: Final = 10.0  # the tee says it is ready within this (a Python start, a slow disk)
+_DRAIN_S: Final = 2.0  # closing waits this long for the tee to write what it holds
+_IGNORED_SIGNALS: Final = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+_active: list[ConsoleCapture] = []  # one capture at a time in a process
+
+
+# -- the job's side ---------------------------------------------------------------------------
+
+
+class ConsoleCapture:
+    """The descriptors a run redirected, what they were, and the tee that copies them."""
+
+    def __init__(self, path: Path, saved: dict[int, int], tee: subprocess.Popen[bytes]) -> None:
+        self.path = path
+        self._saved = saved  # descriptor -> a duplicate of what it was before
+        self._tee = tee
+        self._pid = os.getpid()
+
+    def stop(self, *, wait: bool = True) -> None:
+        """Put the original descriptors back; with *wait*, flush first and let the tee drain.
+
+        Without *wait* (a signal is ending the process, stdout may be a full pipe) nothing is
+        flushed and nothing waited for: the tee writes what it holds once the process is gone.
+        """
+        if os.getpid() != self._pid or not self._saved:
+            return  # a forked child leaves the descriptors to the parent
+        if wait:
+            flush_streams()
+        for fd, saved in self._saved.items():
+            try:
+                os.dup2(saved, fd)
+                os.close(saved)
+            except OSError:
+                pass
+        self._saved = {}
+        if self in _active:
+            _active.remove(self)
+        if wait:
+            import subprocess
+
+            try:  # past EOF on its pipes; a child still holding them keeps it running
+                self._tee.wait(_DRAIN_S)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def start_capture(path: Path) -> ConsoleCapture | None:
+    """Send descriptors 1 and 2 through a tee that also writes them to *path*.
+
+    Returns None, having warned, when the process cannot capture (another run captures
+    already, no POSIX descriptors, no Python to run the tee with): the run goes on without.
+    """
+    from runlines._warnings import warn_user
+    from runlines.errors import RunlinesWarning
+
+    reason = _cannot_capture()
+    if reason is None:
+        try:
+            capture = _start(path)
+        except (OSError, ValueError) as err:
+            reason = f"the tee could not start ({err})"
+        else:
+            _active.append(capture)
+            return capture
+    warn_user(f"console_capture is off for this run: {reason}", RunlinesWarning)
+    return None
+
+
+def _cannot_capture() -> str | None:
+    if _active:
+        return f"another run captures the console already (into {_active[0].path})"
+    if os.name != "posix":
+        return "it needs POSIX descriptors and pseudo-terminals"
+    if not sys.executable:
+        return "sys.executable is empty: no Python to run the tee with"
+    return None
+
+
+def _start(path: Path) -> ConsoleCapture:
+    import subprocess
+
+    flush_streams()  # what was printed before goes to the original descriptors
+    streams: list[tuple[int, str, int, int, int]] = []  # fd, tag, saved, read end, write end
+    try:
+        for fd, tag in STREAMS:
+            try:
+                saved = os.dup(fd)
+            except OSError:
+                continue  # a closed descriptor stays closed
+            streams.append((fd, tag, saved, *_channel(saved)))
+        if not streams:
+            msg = "descriptors 1 and 2 are both closed"
+            raise OSError(msg)
+        ready, started = os.pipe()
+        try:
+            tee = subprocess.Popen(
+                [sys.executable, "-I", "-S", os.path.abspath(__file__), os.fspath(path)]
+                + [str(started)]
+                + [f"{tag}:{read}:{fd}" for fd, tag, _saved, read, _write in streams],
+                stdin=subprocess.DEVNULL,
+                stdout=_saved_of(streams, 1),
+                stderr=_saved_of(streams, 2),
+                pass_fds=[started, *(read for *_, read, _write in streams)],
+            )
+            os.close(started)
+            _wait_ready(ready, tee)
+        finally:
+            os.close(ready)
+        for fd, _tag, _saved, _read, write in streams:
+            os.dup2(write, fd)  # inheritable: children write into the tee too
+    except BaseException:
+        for *_, saved, read, write in streams:
+            for end in (saved, read, write):
+                os.close(end)
+        raise
+    for *_, read, write in streams:
+        os.close(read)
+        os.close(write)
+    return ConsoleCapture(path, {fd: saved for fd, _tag, saved, *_ in streams}, tee)
+
+
+def _wait_ready(ready: int, tee: subprocess.Popen[bytes]) -> None:
+    """Wait until the tee reads its pipes, so that lines are stamped when they are printed."""
+    import select
+
+    if not select.select([ready], [], [], _START_S)[0] or os.read(ready, 1) != b"1":
+        tee.kill()
+        tee.wait()
+        msg = f"it did not start within {_START_S:g} s, or could not open its side file"
+        raise OSError(msg)
+
+
+def _saved_of(streams: list[tuple[int, str, int, int, int]], fd: int) -> int | None:
+    return next((saved for number, _tag, saved, *_ in streams if number == fd), None)
+
+
+def _channel(original: int) -> tuple[int, int]:
+    """Return (read end, write end) for a descriptor: a pseudo-terminal for a terminal."""
+    if not os.isatty(original):
+        return os.pipe()
+    master, slave = os.openpty()
+    try:
+        _like_terminal(original, slave)
+    except OSError:
+        pass  # the size or output mode stays the default: the capture still works
+    return master, slave
+
+
+def _like_terminal(original: int, slave: int) -> None:
+    """Give the pseudo-terminal the original's size, and pass the program's bytes unchanged."""
+    import fcntl
+    import termios
+
+    size = fcntl.ioctl(original, termios.TIOCGWINSZ, b"\0" * 8)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
+    attributes = termios.tcgetattr(slave)
+    attributes[1] &= ~termios.OPOST  # no "\n" -> "\r\n": the real terminal does its own
+    termios.tcsetattr(slave, termios.TCSANOW, attributes)
+
+
+def flush_streams() -> None:
+    """Flush Python's sys.stdout and sys.stderr, and C's stdio buffers (printf)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError, ImportError):
+        pass  # no C library to flush
+
+
+# -- reading the side file --------------------------------------------------------------------
+
+
+class ConsoleLine(NamedTuple):
+    """One line of a console side file: when it was printed, on which stream, and its text."""
+
+    ts: float
+    stream: str  # "out" (descriptor 1) or "err" (descriptor 2)
+    text: str
+
+
+def read_console(path: Path, last: int | None = None) -> list[ConsoleLine]:
+    """Return the lines of console side file *path* (the *last* ones only when given).
+
+    A line that does not parse (the file's torn end, a foreign file) is kept whole as text.
+    """
+    from collections import deque
+
+    with open(path, "rb") as file:
+        lines = deque(file, maxlen=last) if last is not None else list(file)
+    return [parse_line(raw) for raw in lines]
+
+
+def parse_line(raw: bytes) -> ConsoleLine:
+    """Return a side file's line `<ts> <out|err> <text>` as a ConsoleLine."""
+    text = raw.rstrip(b"\n").decode("utf-8", "replace")
+    ts, _, rest = text.partition(" ")
+    stream, _, printed = rest.partition(" ")
+    try:
+        stamp = float(ts)
+    except ValueError:
+        stamp = float("nan")
+    if stream not in ("out", "err") or stamp != stamp:
+        return ConsoleLine(float("nan"), "", text)
+    return ConsoleLine(stamp, stream, printed)
+
+
+# -- the tee's side ---------------------------------------------------------------------------
+
+
+class Lines:
+    """What one stream printed, cut into the side file's lines; a `\\r` redraw keeps its last.
+
+    `feed` takes bytes as they come and returns the finished lines, stamped; a line still
+    open waits for its newline (or `end`).
+    """
+
+    def __init__(self, tag: str) -> None:
+        self._head = f" {tag} ".encode()
+        self._open = bytearray()
+        self._since = 0.0  # when the open line's last state began
+
+    def feed(self, data: bytes, now: float) -> bytes:
+        """Return the side file's bytes for the lines *data* finishes."""
+        if not self._open:
+            self._since = now
+        *done, rest = data.split(b"\n")
+        out = bytearray()
+        for piece in done:
+            self._open += piece
+            out += self._finished()
+            self._since = now
+        self._open += rest
+        self._keep_last_state(now)
+        if len(self._open) > _MAX_LINE_BYTES:
+            out += self._finished()
+        return bytes(out)
+
+    def end(self) -> bytes:
+        """Return the line still open, when the stream has ended."""
+        return self._finished() if self._open else b""
+
+    def _keep_last_state(self, now: float) -> None:
+        """Drop the states of the open line that a later `\\r` redrew."""
+        line = self._open
+        last = line.rfind(b"\r", 0, len(line) - 1)  # a trailing \r may end a state: keep it
+        if last > 0:
+            del line[:last]
+            self._since = now
+
+    def _finished(self) -> bytes:
+        line = bytes(self._open).rstrip(b"\r")
+        self._open.clear()
+        line = line[line.rfind(b"\r") + 1 :]
+        return b"%.3f" % self._since + self._head + line + b"\n"
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _serve(path: str, ready: int, specs: list[str]) -> None:
+    """Copy each `tag:read_fd:out_fd` of *specs* to out_fd and, as lines, to *path*, till EOF.
+
+    Writes "1" to descriptor *ready* once it reads them.
+    """
+    import errno
+    import select
+    import signal
+
+    for name in _IGNORED_SIGNALS:  # the job's Ctrl-C or SIGTERM ends the job; its EOF ends us
+        signal.signal(getattr(signal, name), signal.SIG_IGN)
+    side = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    os.write(ready, b"1")
+    os.close(ready)
+    streams: dict[int, tuple[Lines, list[int]]] = {}
+    for spec in specs:
+        tag, read, shown = spec.split(":")
+        streams[int(read)] = (Lines(tag), [int(shown)])
+    while streams:
+        for fd in select.select(list(streams), [], [])[0]:
+            lines, terminal = streams[fd]
+            try:
+                data = os.read(fd, _READ_BYTES)
+            except OSError as err:  # EIO: a pseudo-terminal whose last writer closed it
+                if err.errno not in (errno.EIO, errno.EBADF):
+                    raise
+                data = b""
+            text = lines.feed(data, time.time()) if data else lines.end()
+            if text:
+                _write_all(side, text)  # first: the file is whole even if the terminal blocks
+            if not data:
+                del streams[fd]
+                os.close(fd)
+            elif terminal[0] >= 0:
+                try:
+                    _write_all(terminal[0], data)
+                except OSError:
+                    terminal[0] = -1  # the terminal went away (EPIPE, EIO): the file goes on
+
+
+if __name__ == "__main__":
+    _serve(sys.argv[1], int(sys.argv[2]), sys.argv[3:])

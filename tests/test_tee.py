@@ -1,0 +1,399 @@
+"""Console capture, Run(..., console_capture=True): real jobs in child processes, and the tee's
+line cutting in-process."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from tests._optional import needs
+
+import runlines
+from runlines import Run
+from runlines._tee import Lines, parse_line, read_console
+from runlines.cli import main
+
+_SRC = str(Path(runlines.__file__).resolve().parents[1])
+_TIMEOUT_S = 60
+
+
+def _job(tmp_path: Path, body: str) -> list[str]:
+    """Write a job script that runs *body* (indented code) and return its command line."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import ctypes, os, subprocess, sys, threading\n"
+        "from runlines import Run\n" + textwrap.dedent(body)
+    )
+    return [sys.executable, str(script), str(tmp_path)]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    env["PYTHONPATH"] = os.pathsep.join([_SRC, env.get("PYTHONPATH", "")])
+    return env
+
+
+def _texts(path: Path, stream: str) -> list[str]:
+    return [line.text for line in read_console(path) if line.stream == stream]
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(command, capture_output=True, env=_env(), timeout=_TIMEOUT_S, check=True)
+
+
+def test_prints_fd_writes_c_writes_and_children_reach_side_file_and_terminal(
+    tmp_path: Path,
+) -> None:
+    command = _job(
+        tmp_path,
+        """
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            print("python print", flush=True)
+            os.write(1, b"fd 1 write\\n")
+            ctypes.CDLL(None).write(1, b"C write\\n", 8)
+            subprocess.run(["sh", "-c", "echo child out; echo child err >&2"], check=True)
+            print("python to stderr", file=sys.stderr, flush=True)
+            os.write(2, b"fd 2 write\\n")
+        print("after close", flush=True)
+        """,
+    )
+
+    done = _run(command)
+
+    side = tmp_path / "r.console.log"
+    assert _texts(side, "out") == ["python print", "fd 1 write", "C write", "child out"]
+    assert _texts(side, "err") == ["child err", "python to stderr", "fd 2 write"]
+    assert done.stdout.decode().splitlines() == [
+        "python print",
+        "fd 1 write",
+        "C write",
+        "child out",
+        "after close",
+    ]
+    assert done.stderr.decode().splitlines() == ["child err", "python to stderr", "fd 2 write"]
+
+
+def test_side_file_lines_carry_the_time_they_were_printed(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        side = os.path.join(sys.argv[1], "r.console.log")
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False) as run:
+            os.write(1, b"first\\n")
+            while b"first" not in open(side, "rb").read():
+                pass  # the tee has stamped it: the step is logged after
+            run.log("step", step=7)
+            os.write(1, b"second\\n")
+        """,
+    )
+
+    _run(command)
+
+    first, second = read_console(tmp_path / "r.console.log")
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    step_ts = round(next(r["ts"] for r in records if r["event"] == "step"), 3)
+    assert (first.text, second.text) == ("first", "second")
+    assert first.ts <= step_ts <= second.ts
+
+
+def test_runs_stdout_lines_pass_through_the_tee_once(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        with Run("r", sys.argv[1], console_capture=True, console="json", system=False) as run:
+            print("between", flush=True)
+            run.log("step", step=1)
+        """,
+    )
+
+    done = _run(command)
+
+    events = [line for line in done.stdout.decode().splitlines() if '"event"' in line]
+    assert [e.split('"event":"')[1].split('"')[0] for e in events] == [
+        "run_start",
+        "step",
+        "run_end",
+    ]
+    texts = _texts(tmp_path / "r.console.log", "out")
+    assert texts[0] == "between"
+    assert [t for t in texts if '"event":"step"' in t] == [events[1]]
+
+
+def test_redrawn_progress_bar_keeps_its_last_state(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            for i in range(101):
+                sys.stdout.write(f"\\rtraining {i:3d}%")
+                sys.stdout.flush()
+            sys.stdout.write("\\n")
+            print("done", flush=True)
+        """,
+    )
+
+    done = _run(command)
+
+    assert _texts(tmp_path / "r.console.log", "out") == ["training 100%", "done"]
+    assert done.stdout.count(b"\r") == 101  # the terminal gets every redraw
+
+
+def test_sigkill_mid_print_keeps_every_line_printed_before_it(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        import itertools
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            for n in itertools.count():
+                os.write(1, b"line %d\\n" % n)
+                if n % 3 == 0:
+                    print(f"print {n}", file=sys.stderr, flush=True)
+        """,
+    )
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env()
+    ) as child:
+        assert child.stdout is not None
+        assert child.stderr is not None
+        seen = b""
+        while b"line 2000\n" not in seen:
+            seen += child.stdout.read1(1 << 16)
+
+        child.send_signal(signal.SIGKILL)
+        child.wait(_TIMEOUT_S)
+        seen += child.stdout.read()  # EOF: the tee drained the pipes and exited
+        child.stderr.read()
+
+    printed = seen.decode().splitlines()
+    texts = _texts(tmp_path / "r.console.log", "out")
+    assert texts == printed
+    assert texts == [f"line {n}" for n in range(len(texts))]
+    errors = _texts(tmp_path / "r.console.log", "err")
+    assert errors == [f"print {n}" for n in range(0, 3 * len(errors), 3)]
+    assert len(errors) >= 2000 // 3
+
+
+def test_close_restores_the_descriptors_and_a_second_run_captures_again(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        import warnings
+        def where():
+            return [os.readlink(f"/proc/self/fd/{fd}") for fd in (1, 2)]
+        before = where()
+        for name in ("one", "two"):
+            with Run(name, sys.argv[1], console_capture=True, stdout=False, system=False,
+                     capture=False):
+                assert where() != before
+                print(name, flush=True)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    Run(name + "-nested", sys.argv[1], console_capture=True, stdout=False,
+                        system=False, capture=False).close()
+                assert "another run captures the console" in str(caught[0].message)
+            assert where() == before
+        print("after", flush=True)
+        """,
+    )
+
+    done = _run(command)
+
+    assert _texts(tmp_path / "one.console.log", "out") == ["one"]
+    assert _texts(tmp_path / "two.console.log", "out") == ["two"]
+    assert not (tmp_path / "one-nested.console.log").exists()
+    assert done.stdout.decode().split() == ["one", "two", "after"]
+
+
+def test_a_terminal_stays_a_terminal_of_the_same_size(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            size = os.get_terminal_size(1)
+            print(os.isatty(1), os.isatty(2), sys.stdout.isatty(), size.columns, flush=True)
+        """,
+    )
+
+    output, side = _in_pty(command, columns=97), tmp_path / "r.console.log"
+
+    assert "True True True 97" in output
+    assert _texts(side, "out") == ["True True True 97"]
+
+
+@needs("tqdm")
+def test_tqdm_renders_in_a_terminal_and_its_bar_collapses_in_the_file(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        from tqdm import tqdm
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            for _ in tqdm(range(50), desc="epoch", mininterval=0, miniters=1):
+                pass
+        """,
+    )
+
+    output = _in_pty(command, columns=80)
+
+    assert output.count("\r") > 10  # the terminal saw it redraw
+    (bar,) = _texts(tmp_path / "r.console.log", "err")
+    assert bar.startswith("epoch: 100%")
+    assert "50/50" in bar
+
+
+def _in_pty(command: list[str], *, columns: int) -> str:
+    """Run *command* with a pseudo-terminal as its stdout and stderr; return what it showed."""
+    master, slave = pty.openpty()
+    import fcntl
+    import termios
+
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    child = subprocess.Popen(command, stdout=slave, stderr=slave, env=_env())
+    os.close(slave)
+    shown = b""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while time.monotonic() < deadline:
+        if select.select([master], [], [], 1)[0]:
+            try:
+                data = os.read(master, 1 << 16)
+            except OSError:  # EIO: every writer closed the terminal
+                break
+            if not data:
+                break
+            shown += data
+    os.close(master)
+    assert child.wait(_TIMEOUT_S) == 0, shown
+    return shown.decode()
+
+
+def test_sigterm_ends_a_capturing_job_blocked_on_a_full_stdout_pipe(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        import itertools
+        with Run("r", sys.argv[1], console="json", console_capture=True, system=False) as run:
+            os.write(2, b"ready\\n")
+            for step in itertools.count():
+                run.log("step", step=step)
+        """,
+    )
+    read_end, write_end = os.pipe()
+    with subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, env=_env()) as child:
+        os.close(write_end)
+        try:
+            assert child.stderr is not None
+            assert child.stderr.readline() == b"ready\n"
+            _fill(read_end)  # the tee blocks on stdout, then the job on the tee's pipe
+
+            child.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            code = child.wait(10)
+            took_s = time.monotonic() - sent
+        finally:
+            os.close(read_end)  # the tee, blocked on the full pipe, gets EPIPE and ends
+            if child.poll() is None:
+                child.kill()
+
+    assert code == -signal.SIGTERM
+    assert took_s < 1.5  # the tee, blocked, is not waited for (closing waits 2 s otherwise)
+    last = (tmp_path / "r.jsonl").read_bytes().splitlines()[-1]
+    assert b'"event":"run_end"' in last
+    assert b'"status":"terminated"' in last
+
+
+def _fill(read_end: int) -> None:
+    """Fill the pipe that *read_end* reads, through a non-blocking description of its own."""
+    filler = os.open(f"/proc/self/fd/{read_end}", os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(filler, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(filler)
+
+
+def test_console_capture_takes_only_a_bool(tmp_path: Path) -> None:
+    with pytest.raises(TypeError, match="console_capture must be True or False"):
+        Run("r", tmp_path, console_capture="yes")  # type: ignore[arg-type]
+
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_show_prints_the_tail_of_the_console(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Run("r", tmp_path, stdout=False, system=False) as run:
+        run.log("step", step=1)
+    lines = [f"1796231348.{n:03d} out line {n}\n" for n in range(30)]
+    (tmp_path / "r.console.log").write_text("".join(lines) + "1796231349.000 err \x1b[31mboom\n")
+
+    assert main(["show", str(tmp_path / "r.jsonl"), "--console", "3"]) == 0
+
+    out = capsys.readouterr().out
+    assert "console, last 3 lines" in out
+    assert out.rstrip().splitlines()[-3:][0].endswith("   line 28")
+    assert out.rstrip().endswith("! \\x1b[31mboom")  # escapes shown, not obeyed
+    assert "line 27" not in out
+
+
+class TestLines:
+    def test_cuts_at_newlines_across_reads(self) -> None:
+        lines = Lines("out")
+
+        first = lines.feed(b"a\nb", 1.0)
+        second = lines.feed(b"c\n", 2.0)
+
+        assert first == b"1.000 out a\n"
+        assert second == b"1.000 out bc\n"
+
+    def test_a_carriage_return_redraw_keeps_the_last_state(self) -> None:
+        lines = Lines("err")
+
+        out = lines.feed(b"\r 1%", 1.0) + lines.feed(b"\r 2%\r 3%", 2.0) + lines.feed(b"\n", 3.0)
+
+        assert out == b"2.000 err  3%\n"
+
+    def test_crlf_and_a_carriage_return_ending_a_read_end_the_line_as_it_was(self) -> None:
+        lines = Lines("out")
+
+        out = lines.feed(b"x\r\ny\r", 1.0) + lines.feed(b"\n", 2.0)
+
+        assert out == b"1.000 out x\n1.000 out y\n"
+
+    def test_a_line_still_open_is_written_at_the_end(self) -> None:
+        lines = Lines("out")
+
+        assert lines.feed(b"prompt> ", 1.0) == b""
+        assert lines.end() == b"1.000 out prompt> \n"
+        assert lines.end() == b""
+
+    def test_an_endless_line_is_written_in_pieces(self) -> None:
+        lines = Lines("out")
+
+        out = lines.feed(b"x" * (2 << 20), 1.0)
+
+        assert out.startswith(b"1.000 out xxx")
+        assert len(out) > 2 << 20
+
+    def test_open_line_holds_one_state_only(self) -> None:
+        lines = Lines("out")
+
+        for n in range(10_000):
+            lines.feed(b"\rstate %d" % n, 1.0)
+
+        assert len(lines._open) < 20
+
+
+def test_parse_line_keeps_a_foreign_line_whole() -> None:
+    assert parse_line(b"12.5 err oops: a b\n") == (12.5, "err", "oops: a b")
+    assert parse_line(b"torn lin") == (pytest.approx(float("nan"), nan_ok=True), "", "torn lin")
