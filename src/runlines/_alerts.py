@@ -1,0 +1,298 @@
+"""Alerts from outside the job (`runlines watch`): runs' events sent to a person, once each.
+
+`Watcher` follows every log of its sources with the one follower (`reading._follow`) and feeds
+each log's `RunSummary`; a pass finds the events: a `stall` or `nonfinite` record, a run that
+ended failed, terminated or interrupted (ok when asked), and a run that died (no `run_end`
+and its lock free: `reading._files.is_locked`). Each event goes to each target once: the
+state file keeps, per target, the keys of the events sent (run id, attempt, kind, record
+number), so a restarted watcher sends nothing twice. A target that fails is retried with
+backoff, said on stderr, and tried again at the next pass; it never stops the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from runlines import _layout
+from runlines._layout import RUN_END, RUN_START, is_log_name
+from runlines.errors import ReadError
+from runlines.reading._files import is_locked
+from runlines.reading._follow import LogFollower
+from runlines.reading._summary import RunSummary
+
+__all__ = ["BAD_ENDS", "Alert", "Target", "Watcher", "parse_target"]
+
+BAD_ENDS: Final = frozenset({"failed", "terminated", "interrupted"})
+TIMEOUT_S: Final = 10.0
+RETRIES: Final = 3
+BACKOFF_S: Final = 0.5  # doubled after each failed try
+
+
+@dataclass
+class Alert:
+    """One event of one run: what a target is sent, as `as_json()`."""
+
+    kind: str  # died, ended, stall, nonfinite
+    run: str
+    log: str
+    attempt: int
+    key: str  # what the state file keeps: the same event always has the same key
+    message: str
+    status: str | None = None
+    record: dict[str, Any] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the body: `text` (Slack) and `content` (Discord) hold the message."""
+        body: dict[str, Any] = {
+            "text": self.message,
+            "content": self.message,
+            "kind": self.kind,
+            "run": self.run,
+            "log": self.log,
+            "attempt": self.attempt,
+            "status": self.status,
+        }
+        if self.record is not None:
+            body["record"] = self.record
+        return body
+
+
+class Target:
+    """Where alerts go: `cmd:COMMAND`, `file:PATH` or an `http(s)://` URL."""
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+        if spec.startswith("cmd:") and spec[4:].strip():
+            self.kind, self.where = "cmd", spec[4:]
+        elif spec.startswith("file:") and spec[5:]:
+            self.kind, self.where = "file", spec[5:]
+        elif spec.startswith(("http://", "https://")):
+            self.kind, self.where = "http", spec
+        else:
+            msg = (
+                f"unknown --notify target {spec!r}; give cmd:COMMAND, file:PATH, "
+                "or an http:// or https:// URL"
+            )
+            raise ReadError(msg)
+
+    def send(self, alert: Alert, *, timeout_s: float = TIMEOUT_S) -> None:
+        """Send *alert* once; raise OSError (or a subclass) when it did not arrive."""
+        data = json.dumps(alert.as_json(), default=str, allow_nan=False).encode()
+        if self.kind == "file":
+            with open(self.where, "ab") as out:  # one write: lines of two watchers never mix
+                out.write(data + b"\n")
+        elif self.kind == "cmd":
+            done = subprocess.run(
+                self.where, shell=True, input=data, timeout=timeout_s, capture_output=True
+            )
+            if done.returncode != 0:
+                error = done.stderr.decode(errors="replace").strip()[-200:]
+                msg = f"exited with status {done.returncode}" + (f": {error}" if error else "")
+                raise OSError(msg)
+        else:
+            headers = {"Content-Type": "application/json", "User-Agent": "runlines-watch"}
+            request = urllib.request.Request(self.where, data=data, headers=headers)
+            with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                response.read()
+
+
+def parse_target(spec: str) -> Target:
+    """Return the `Target` *spec* names; raise ReadError for one no target reads."""
+    return Target(spec)
+
+
+@dataclass
+class _Followed:
+    """One log file followed: its follower, summary, and where the records are."""
+
+    path: Path
+    follower: LogFollower
+    summary: RunSummary
+    run_id: str | None = None
+    number: int = 0  # records read from the file's start
+    restarts: int = 0
+    pending: list[Alert] = field(default_factory=list)
+
+
+class Watcher:
+    """The runs of *sources* (folders and log files) watched; `poll()` sends the new alerts.
+
+    *targets* each get every alert once; *state* is the JSON file that keeps what was sent.
+    *ok* alerts on runs that ended ok too. *alive* says whether a log's writer holds its lock;
+    *sleep* waits between tries; *stderr* hears about targets that failed.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[str | os.PathLike[str]],
+        targets: Sequence[Target],
+        state: str | os.PathLike[str],
+        *,
+        ok: bool = False,
+        retries: int = RETRIES,
+        timeout_s: float = TIMEOUT_S,
+        alive: Callable[[Path], bool] = is_locked,
+        sleep: Callable[[float], None] = time.sleep,
+        stderr: Any = None,
+    ) -> None:
+        self.sources = [Path(source) for source in sources]
+        self.targets = list(targets)
+        self.state_path = Path(state)
+        self.ok = ok
+        self.retries = retries
+        self.timeout_s = timeout_s
+        self.alive = alive
+        self.sleep = sleep
+        self.stderr = stderr
+        self.logs: dict[Path, _Followed] = {}
+        self.sent: dict[str, set[str]] = self._load_state()
+
+    def _load_state(self) -> dict[str, set[str]]:
+        try:
+            data = json.loads(self.state_path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            msg = (
+                f"cannot read the watch state file {self.state_path}: {err}; "
+                "fix or delete it (a deleted one sends every event again)"
+            )
+            raise ReadError(msg) from err
+        sent = data.get("sent") if isinstance(data, dict) else None
+        if not isinstance(sent, dict):
+            return {}
+        return {str(spec): set(map(str, keys)) for spec, keys in sent.items()}
+
+    def _save_state(self) -> None:
+        body = {"sent": {spec: sorted(keys) for spec, keys in self.sent.items()}}
+        part = self.state_path.with_name(self.state_path.name + f".{os.getpid()}.part")
+        part.write_text(json.dumps(body, indent=1))
+        os.replace(part, self.state_path)  # a watcher killed mid-write keeps the old state
+
+    def poll(self) -> list[Alert]:
+        """Read what every log gained, send the alerts not sent yet; return those new."""
+        self._discover()
+        found: list[Alert] = []
+        for followed in self.logs.values():
+            try:
+                found.extend(self._read(followed))
+            except (OSError, ReadError) as err:  # deleted meanwhile, another user's
+                self._say(f"skipped {followed.path}: {err}")
+        fresh = [
+            a for a in found if any(a.key not in self.sent.get(t.spec, ()) for t in self.targets)
+        ]
+        if fresh:
+            self._send(fresh)
+        return fresh
+
+    def _discover(self) -> None:
+        for source in self.sources:
+            if source.is_dir():
+                paths = sorted(p for p in source.iterdir() if is_log_name(p.name) and p.is_file())
+            elif source.exists():
+                paths = [source]
+            else:
+                paths = []
+            for path in paths:
+                if path not in self.logs:
+                    self.logs[path] = _Followed(path, LogFollower(path), RunSummary(path))
+
+    def _read(self, followed: _Followed) -> list[Alert]:
+        records = followed.follower.poll()
+        if followed.follower.restarts != followed.restarts:  # replaced: read from its start
+            followed.restarts = followed.follower.restarts
+            followed.summary, followed.number = RunSummary(followed.path), 0
+        summary, alerts = followed.summary, []
+        for record in records:
+            followed.number += 1
+            event = record.get("event")
+            if event == RUN_START and summary.attempts and summary.ended is None:
+                alerts.append(self._alert(followed, "died", "died", None))  # the attempt before
+            summary.add(record)
+            if event == RUN_START and isinstance(record.get("id"), str):
+                followed.run_id = record["id"]
+            if event in (_layout.STALL, _layout.NONFINITE):
+                alerts.append(self._record_alert(followed, str(event), record))
+            elif event == RUN_END and (summary.ended in BAD_ENDS or self.ok):
+                alerts.append(self._alert(followed, "ended", str(summary.ended), record))
+        open_attempt = summary.ended is None and summary.records > 0 and summary.shaped
+        if open_attempt and not self.alive(followed.path):  # a torn last line is no sign of life
+            alerts.append(self._alert(followed, "died", "died", None))
+        return alerts
+
+    def _name(self, followed: _Followed) -> str:
+        return followed.summary.run or followed.path.name.removesuffix(".jsonl")
+
+    def _base_key(self, followed: _Followed) -> str:
+        return f"{followed.run_id or followed.path.resolve()}/{max(1, followed.summary.attempts)}"
+
+    def _alert(
+        self, followed: _Followed, kind: str, status: str, record: dict[str, Any] | None
+    ) -> Alert:
+        run, attempt = self._name(followed), max(1, followed.summary.attempts)
+        if kind == "died":
+            message = f"run {run} died (attempt {attempt}): no run_end, and its lock is free"
+        else:
+            message = f"run {run} ended {status} (attempt {attempt})"
+            if record is not None and record.get("exc_type"):
+                message += f": {record['exc_type']}: {record.get('exc_message', '')}"
+        key = f"{self._base_key(followed)}/{kind}"
+        return Alert(kind, run, str(followed.path), attempt, key, message, status, record)
+
+    def _record_alert(self, followed: _Followed, kind: str, record: dict[str, Any]) -> Alert:
+        run, attempt = self._name(followed), max(1, followed.summary.attempts)
+        if kind == _layout.STALL:
+            message = f"run {run} stalled: no record for {record.get('idle_s', '?')} s"
+        else:
+            what = f"{record.get('of_event', '?')}.{record.get('field', '?')}"
+            message = f"run {run} logged {record.get('value', '?')} as {what}"
+            if record.get("step") is not None:
+                message += f" at step {record['step']}"
+        key = f"{self._base_key(followed)}/{kind}/{followed.number}"
+        status = followed.summary.ended
+        return Alert(kind, run, str(followed.path), attempt, key, message, status, record)
+
+    def _send(self, alerts: list[Alert]) -> None:
+        for target in self.targets:
+            sent = self.sent.setdefault(target.spec, set())
+            for alert in alerts:
+                if alert.key in sent:
+                    continue
+                if self._try(target, alert):
+                    sent.add(alert.key)
+                    self._save_state()  # at once: a watcher killed next sends it no more
+
+    def _try(self, target: Target, alert: Alert) -> bool:
+        wait = BACKOFF_S
+        for tried in range(self.retries + 1):
+            try:
+                target.send(alert, timeout_s=self.timeout_s)
+            except (OSError, subprocess.SubprocessError, ValueError) as err:
+                reason = f"{type(err).__name__}: {err}"
+                if isinstance(err, urllib.error.HTTPError):
+                    reason = f"HTTP {err.code} {err.reason}"
+                if tried == self.retries:
+                    tries = f"{tried + 1} tr{'y' if tried == 0 else 'ies'}"
+                    self._say(
+                        f"could not notify {target.spec} of {alert.kind} of run {alert.run} "
+                        f"after {tries} ({reason}); trying again at the next pass"
+                    )
+                    return False
+                self.sleep(wait)
+                wait *= 2
+            else:
+                return True
+        return False
+
+    def _say(self, text: str) -> None:
+        print(f"runlines: warning: {text}", file=self.stderr or sys.stderr)

@@ -1,0 +1,223 @@
+"""`runlines watch`: one alert per event, to every target, never twice across restarts."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests._logs import line, write
+
+from runlines import Run
+from runlines._alerts import Target, Watcher
+from runlines.cli import main
+from runlines.errors import NonfiniteWarning
+
+
+def _alerts(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(text) for text in path.read_text().splitlines()]
+
+
+def _watch(tmp_path: Path, *args: str) -> int:
+    state = str(tmp_path / "state.json")
+    return main(["watch", str(tmp_path / "runs"), "--state", state, "--once", *args])
+
+
+def test_a_sigkilled_run_gives_one_died_alert(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    child = textwrap.dedent(
+        f"""
+        import sys, time
+        from runlines import Run
+        run = Run("killed", {str(runs)!r}, stdout=False)
+        run.log("train_step", step=1, loss=0.5)
+        print("ready", flush=True)
+        time.sleep(600)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, env=env)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == b"ready\n"
+        out = tmp_path / "alerts.jsonl"
+        assert _watch(tmp_path, "--notify", f"file:{out}") == 0
+        assert _alerts(out) == []  # alive: its lock is held
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+    assert _watch(tmp_path, "--notify", f"file:{out}") == 0
+    assert _watch(tmp_path, "--notify", f"file:{out}") == 0
+
+    (alert,) = _alerts(out)
+    assert (alert["kind"], alert["run"], alert["attempt"]) == ("died", "killed", 1)
+    assert "died" in alert["text"]
+    assert alert["content"] == alert["text"]
+
+
+def test_a_failed_run_a_stall_and_a_nonfinite_each_alert_once(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    with pytest.raises(ZeroDivisionError), Run("broken", runs, stdout=False) as run:
+        with pytest.warns(NonfiniteWarning):
+            run.log("train_step", step=1, loss=math.nan)
+        1 / 0  # noqa: B018
+    write(
+        runs / "stuck.jsonl",
+        line("run_start", run="stuck", id="s1", attempt=1),
+        line("stall", run="stuck", idle_s=600.0),
+        line("run_end", run="stuck", status="ok"),
+    )
+    write(runs / "fine.jsonl", line("run_start", run="fine"), line("run_end", run="fine"))
+    out = tmp_path / "alerts.jsonl"
+
+    assert _watch(tmp_path, "--notify", f"file:{out}") == 0
+    first = _alerts(out)
+    assert _watch(tmp_path, "--notify", f"file:{out}") == 0  # a restarted watcher
+
+    assert _alerts(out) == first
+    kinds = sorted((a["run"], a["kind"], a["status"]) for a in first)
+    assert kinds == [
+        ("broken", "ended", "failed"),
+        ("broken", "nonfinite", None),
+        ("stuck", "stall", None),
+    ]
+    (ended,) = (a for a in first if a["kind"] == "ended")
+    assert "ZeroDivisionError" in ended["text"]
+    (nan,) = (a for a in first if a["kind"] == "nonfinite")
+    assert (nan["record"]["of_event"], nan["record"]["field"]) == ("train_step", "loss")
+
+
+def test_ok_runs_alert_only_when_asked(tmp_path: Path) -> None:
+    write(tmp_path / "runs" / "fine.jsonl", line("run_start", run="fine"), line("run_end"))
+    out = tmp_path / "alerts.jsonl"
+
+    assert _watch(tmp_path, "--notify", f"file:{out}") == 0
+    assert _alerts(out) == []
+    assert _watch(tmp_path, "--notify", f"file:{out}", "--ok") == 0
+    assert [(a["kind"], a["status"]) for a in _alerts(out)] == [("ended", "ok")]
+
+
+def test_a_died_attempt_before_a_resume_alerts_once(tmp_path: Path) -> None:
+    log = write(
+        tmp_path / "runs" / "resumed.jsonl",
+        line("run_start", run="resumed", id="a", attempt=1),
+        line("train_step", run="resumed", step=1, loss=1.0),
+        line("run_start", run="resumed", id="b", attempt=2),
+        line("run_end", run="resumed", status="ok"),
+    )
+    out = tmp_path / "alerts.jsonl"
+    watcher = Watcher([log], [Target(f"file:{out}")], tmp_path / "state.json")
+
+    assert [(a.kind, a.attempt) for a in watcher.poll()] == [("died", 1)]
+    assert watcher.poll() == []
+    assert len(_alerts(out)) == 1
+
+
+def test_a_cmd_target_gets_the_alert_on_stdin(tmp_path: Path) -> None:
+    write(
+        tmp_path / "runs" / "x.jsonl", line("run_start", run="x"), line("run_end", status="failed")
+    )
+    got = tmp_path / "got.json"
+
+    assert _watch(tmp_path, "--notify", f"cmd:cat > {got}") == 0
+
+    assert json.loads(got.read_text())["status"] == "failed"
+
+
+class _Receiver(http.server.BaseHTTPRequestHandler):
+    bodies: list[dict[str, Any]]
+    failures: list[int]  # how many posts still get a 500
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.failures[0] > 0:
+            self.failures[0] -= 1
+            self.send_response(500)
+        else:
+            self.bodies.append(body)
+            self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(name="receiver")
+def _receiver() -> Iterator[tuple[str, list[dict[str, Any]], list[int]]]:
+    bodies: list[dict[str, Any]] = []
+    failures = [0]
+    handler = type("Handler", (_Receiver,), {"bodies": bodies, "failures": failures})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", bodies, failures
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_webhook_gets_a_json_post_and_a_500_is_retried(
+    tmp_path: Path, receiver: tuple[str, list[dict[str, Any]], list[int]]
+) -> None:
+    url, bodies, failures = receiver
+    failures[0] = 2
+    log = write(tmp_path / "x.jsonl", line("run_start", run="x"), line("run_end", status="failed"))
+    waits: list[float] = []
+    watcher = Watcher([log], [Target(url)], tmp_path / "state.json", sleep=waits.append)
+
+    watcher.poll()
+
+    assert [(b["run"], b["kind"], b["status"]) for b in bodies] == [("x", "ended", "failed")]
+    assert waits == [0.5, 1.0]  # backoff doubles
+
+
+def test_a_failing_target_does_not_stop_the_others_and_is_tried_again(
+    tmp_path: Path,
+    receiver: tuple[str, list[dict[str, Any]], list[int]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    url, bodies, failures = receiver
+    failures[0] = 100
+    log = write(tmp_path / "x.jsonl", line("run_start", run="x"), line("run_end", status="failed"))
+    out = tmp_path / "alerts.jsonl"
+    targets = [Target("cmd:exit 3"), Target(url), Target(f"file:{out}")]
+    watcher = Watcher([log], targets, tmp_path / "state.json", retries=1, sleep=lambda _: None)
+
+    watcher.poll()
+
+    assert len(_alerts(out)) == 1
+    assert bodies == []
+    err = capsys.readouterr().err
+    assert "could not notify cmd:exit 3" in err
+    assert "status 3" in err
+    assert f"could not notify {url}" in err
+    assert "HTTP 500" in err
+    failures[0] = 0
+    again = Watcher([log], targets[1:], tmp_path / "state.json")
+    again.poll()  # the webhook gets it now; the file does not again
+    assert len(bodies) == 1
+    assert len(_alerts(out)) == 1
+
+
+def test_a_bad_target_is_a_usage_error_that_names_the_forms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _watch(tmp_path, "--notify", "slack") == 1
+    assert "cmd:COMMAND, file:PATH" in capsys.readouterr().err
