@@ -2,8 +2,9 @@
 
 `Watcher` follows every log of its sources with the one follower (`reading._follow`) and feeds
 each log's `RunSummary`; a pass finds the events: a `stall` or `nonfinite` record, a run that
-ended failed, terminated or interrupted (ok when asked), and a run that died (no `run_end`
-and its lock free: `reading._files.is_locked`). Each event goes to each target once: the
+ended failed, terminated or interrupted (ok when asked), a run that died (no `run_end`
+and its lock free: `reading._files.is_locked`), and a record that crossed a metric rule
+(`Rule`, `--when`: once per run, attempt and rule). Each event goes to each target once: the
 state file keeps, per target, the keys of the events sent (run id, attempt, kind, record
 number), so a restarted watcher sends nothing twice. A target that fails is retried with
 backoff, said on stderr, and tried again at the next pass; it never stops the others.
@@ -12,6 +13,7 @@ backoff, said on stderr, and tried again at the next pass; it never stops the ot
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -28,9 +30,10 @@ from runlines._layout import RUN_END, RUN_START, is_log_name
 from runlines.errors import ReadError
 from runlines.reading._files import is_locked
 from runlines.reading._follow import LogFollower
+from runlines.reading._rules import json_ready
 from runlines.reading._summary import RunSummary
 
-__all__ = ["BAD_ENDS", "Alert", "Target", "Watcher", "parse_target"]
+__all__ = ["BAD_ENDS", "Alert", "Rule", "Target", "Watcher", "parse_target"]
 
 BAD_ENDS: Final = frozenset({"failed", "terminated", "interrupted"})
 TIMEOUT_S: Final = 10.0
@@ -42,7 +45,7 @@ BACKOFF_S: Final = 0.5  # doubled after each failed try
 class Alert:
     """One event of one run: what a target is sent, as `as_json()`."""
 
-    kind: str  # died, ended, stall, nonfinite
+    kind: str  # died, ended, stall, nonfinite, when
     run: str
     log: str
     attempt: int
@@ -50,6 +53,7 @@ class Alert:
     message: str
     status: str | None = None
     record: dict[str, Any] | None = None
+    rule: str | None = None  # a `when` alert's rule, as given
 
     def as_json(self) -> dict[str, Any]:
         """Return the body: `text` (Slack) and `content` (Discord) hold the message."""
@@ -64,6 +68,8 @@ class Alert:
         }
         if self.record is not None:
             body["record"] = self.record
+        if self.rule is not None:
+            body["rule"] = self.rule
         return body
 
 
@@ -87,7 +93,8 @@ class Target:
 
     def send(self, alert: Alert, *, timeout_s: float = TIMEOUT_S) -> None:
         """Send *alert* once; raise OSError (or a subclass) when it did not arrive."""
-        data = json.dumps(alert.as_json(), default=str, allow_nan=False).encode()
+        body = json_ready(alert.as_json())
+        data = json.dumps(body, default=str, allow_nan=False).encode()
         if self.kind == "file":
             with open(self.where, "ab") as out:  # one write: lines of two watchers never mix
                 out.write(data + b"\n")
@@ -104,6 +111,74 @@ class Target:
             request = urllib.request.Request(self.where, data=data, headers=headers)
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 response.read()
+
+
+_COMPARE: Final[dict[str, Callable[[float, float], bool]]] = {
+    ">=": lambda a, b: a >= b,
+    "<=": lambda a, b: a <= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+}
+_KINDS: Final[dict[str, Callable[[float], bool]]] = {
+    "nan": math.isnan,
+    "inf": math.isinf,
+    "nonfinite": lambda v: not math.isfinite(v),
+}
+_RULE_FORMS: Final = (
+    '"EVENT.FIELD OP NUMBER" (OP one of > >= < <= == !=) or "EVENT.FIELD is nan|inf|nonfinite", '
+    'e.g. "eval.loss > 2" or "train_step.loss is nan"'
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A metric rule (`--when`): a field of one event compared with a number, or a NaN test."""
+
+    text: str
+    event: str
+    field: str
+    test: Callable[[float], bool]
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        """Return the rule *text* says; raise ReadError naming the forms for one it does not."""
+        words = text.split()
+        if len(words) == 3 and "." in words[0].strip("."):
+            event, field = words[0].split(".", 1)
+            op, operand = words[1], words[2]
+            if op == "is" and operand.lower() in _KINDS:
+                return cls(" ".join(words), event, field, _KINDS[operand.lower()])
+            compare = _COMPARE.get(op)
+            try:
+                bound = float(operand)
+            except ValueError:
+                bound = math.nan
+            if compare is not None and not math.isnan(bound):
+                return cls(" ".join(words), event, field, lambda v: compare(v, bound))
+        msg = f"cannot read the rule {text!r}; write {_RULE_FORMS}"
+        raise ReadError(msg)
+
+    def value(self, record: dict[str, Any]) -> float | None:
+        """Return the number the rule tests in *record* (one of its event), or None."""
+        value: Any = record.get(self.field)
+        if value is None and "." in self.field:  # a nested field: `eval.metrics.loss`
+            value = record
+            for part in self.field.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+        if type(value) not in (int, float):  # a bool is no metric
+            return None
+        return float(value)
+
+    def matches(self, record: dict[str, Any]) -> float | None:
+        """Return the value when *record* crosses the rule, else None."""
+        if record.get("event") != self.event:
+            return None
+        value = self.value(record)
+        if value is None or not self.test(value):
+            return None
+        return value
 
 
 def parse_target(spec: str) -> Target:
@@ -139,6 +214,7 @@ class Watcher:
         state: str | os.PathLike[str],
         *,
         ok: bool = False,
+        rules: Sequence[Rule] = (),
         retries: int = RETRIES,
         timeout_s: float = TIMEOUT_S,
         alive: Callable[[Path], bool] = is_locked,
@@ -149,6 +225,7 @@ class Watcher:
         self.targets = list(targets)
         self.state_path = Path(state)
         self.ok = ok
+        self.rules = list(rules)
         self.retries = retries
         self.timeout_s = timeout_s
         self.alive = alive
@@ -225,6 +302,10 @@ class Watcher:
                 alerts.append(self._record_alert(followed, str(event), record))
             elif event == RUN_END and (summary.ended in BAD_ENDS or self.ok):
                 alerts.append(self._alert(followed, "ended", str(summary.ended), record))
+            for rule in self.rules:
+                value = rule.matches(record)
+                if value is not None:
+                    alerts.append(self._rule_alert(followed, rule, value, record))
         open_attempt = summary.ended is None and summary.records > 0 and summary.shaped
         if open_attempt and not self.alive(followed.path):  # a torn last line is no sign of life
             alerts.append(self._alert(followed, "died", "died", None))
@@ -261,6 +342,17 @@ class Watcher:
         key = f"{self._base_key(followed)}/{kind}/{followed.number}"
         status = followed.summary.ended
         return Alert(kind, run, str(followed.path), attempt, key, message, status, record)
+
+    def _rule_alert(
+        self, followed: _Followed, rule: Rule, value: float, record: dict[str, Any]
+    ) -> Alert:
+        run, attempt = self._name(followed), max(1, followed.summary.attempts)
+        step = f" at step {record['step']}" if record.get("step") is not None else ""
+        message = f"run {run}: {rule.text} ({rule.event}.{rule.field} = {value!r}{step})"
+        key = f"{self._base_key(followed)}/when/{rule.text}"  # once per run, attempt and rule
+        return Alert(
+            "when", run, str(followed.path), attempt, key, message, None, record, rule=rule.text
+        )
 
     def _send(self, alerts: list[Alert]) -> None:
         for target in self.targets:

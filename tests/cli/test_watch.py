@@ -221,3 +221,35 @@ def test_a_bad_target_is_a_usage_error_that_names_the_forms(
 ) -> None:
     assert _watch(tmp_path, "--notify", "slack") == 1
     assert "cmd:COMMAND, file:PATH" in capsys.readouterr().err
+
+
+def test_a_threshold_rule_and_a_nan_rule_each_alert_once_per_run(tmp_path: Path) -> None:
+    write(
+        tmp_path / "runs" / "diverged.jsonl",
+        line("run_start", run="diverged", id="d1", attempt=1),
+        line("eval", run="diverged", step=1, loss=1.5),
+        line("eval", run="diverged", step=2, loss=2.5),
+        line("eval", run="diverged", step=3, loss=3.5),
+        line("train_step", run="diverged", step=3, loss=math.nan),
+        line("train_step", run="diverged", step=4, loss=math.nan),
+        line("run_end", run="diverged", status="ok"),
+    )
+    out = tmp_path / "alerts.jsonl"
+    rules = ("--when", "eval.loss > 2", "--when", "train_step.loss is nan")
+
+    assert _watch(tmp_path, "--notify", f"file:{out}", *rules) == 0
+    assert _watch(tmp_path, "--notify", f"file:{out}", *rules) == 0
+
+    got = [(a["kind"], a["rule"], a["record"]["step"]) for a in _alerts(out)]
+    assert got == [("when", "eval.loss > 2", 2), ("when", "train_step.loss is nan", 3)]
+    assert _alerts(out)[1]["record"]["loss"] == "NaN"  # strict JSON, as --json writes it
+
+
+@pytest.mark.parametrize("rule", ["eval.loss >", "loss > 2", "eval.loss ~ 2", "eval.loss is big"])
+def test_a_rule_no_form_reads_is_an_error_that_shows_the_forms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], rule: str
+) -> None:
+    out = tmp_path / "alerts.jsonl"
+
+    assert _watch(tmp_path, "--notify", f"file:{out}", "--when", rule) == 1
+    assert "EVENT.FIELD OP NUMBER" in capsys.readouterr().err

@@ -21,12 +21,12 @@ def add_commands(subparsers: Any) -> None:
     """Add `watch` to *subparsers* (from ``parser.add_subparsers()``)."""
     watch = subparsers.add_parser(
         "watch",
-        help="send an alert when a run dies, fails, stalls or logs a NaN",
+        help="send an alert when a run dies, fails, stalls, logs a NaN or crosses a rule",
         description=(
             "Watch the runs of SOURCES from outside the job and send one alert per event: a "
             "run died (no run_end, its lock free), ended failed, terminated or interrupted, "
-            "wrote a `stall` record or a `nonfinite` one. Each alert goes to each target once, "
-            "across restarts of the watcher (its --state file)."
+            "wrote a `stall` record or a `nonfinite` one, or crossed a --when rule. Each alert "
+            "goes to each target once, across restarts of the watcher (its --state file)."
         ),
     )
     watch.add_argument(
@@ -51,6 +51,13 @@ def add_commands(subparsers: Any) -> None:
         metavar="PATH",
         help=f"the file that keeps which alerts were sent (default: {STATE_FILE})",
     )
+    watch.add_argument(
+        "--when",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help='a metric rule, repeatable: "eval.loss > 2", "train_step.loss is nan"',
+    )
     watch.add_argument("--ok", action="store_true", help="alert on runs that end ok too")
     watch.add_argument(
         "--interval", type=seconds, default=INTERVAL_S, metavar="S", help="seconds per pass"
@@ -63,11 +70,14 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from runlines._alerts import Watcher, parse_target
+    from runlines._alerts import Rule, Watcher, parse_target
 
     targets = [parse_target(spec) for spec in args.notify]
+    rules = [Rule.parse(text) for text in args.when]
     sources = args.sources or ["."] + ([_RUNS_DIR] if Path(_RUNS_DIR).is_dir() else [])
-    watcher = Watcher(sources, targets, args.state, ok=args.ok, retries=max(0, args.retries))
+    watcher = Watcher(
+        sources, targets, args.state, ok=args.ok, rules=rules, retries=max(0, args.retries)
+    )
     try:
         while True:
             for alert in watcher.poll():
