@@ -7,7 +7,8 @@ and its lock free: `reading._files.is_locked`), and a record that crossed a metr
 (`Rule`, `--when`: once per run, attempt and rule). Each event goes to each target once: the
 state file keeps, per target, the keys of the events sent (run id, attempt, kind, record
 number), so a restarted watcher sends nothing twice. A target that fails is retried with
-backoff, said on stderr, and tried again at the next pass; it never stops the others.
+backoff, said on stderr, and tried again at the next pass; it never stops the others. Past
+*per_minute* alerts to a target, the rest of a pass go as one summary (`held`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,13 +41,15 @@ BAD_ENDS: Final = frozenset({"failed", "terminated", "interrupted"})
 TIMEOUT_S: Final = 10.0
 RETRIES: Final = 3
 BACKOFF_S: Final = 0.5  # doubled after each failed try
+PER_MINUTE: Final = 20  # alerts to one target a minute; more are summed up in one
+RATE_WINDOW_S: Final = 60.0
 
 
 @dataclass
 class Alert:
     """One event of one run: what a target is sent, as `as_json()`."""
 
-    kind: str  # died, ended, stall, nonfinite, when
+    kind: str  # died, ended, stall, nonfinite, when; held: a rate limit's summary
     run: str
     log: str
     attempt: int
@@ -204,7 +208,9 @@ class Watcher:
 
     *targets* each get every alert once; *state* is the JSON file that keeps what was sent.
     *ok* alerts on runs that ended ok too. *alive* says whether a log's writer holds its lock;
-    *sleep* waits between tries; *stderr* hears about targets that failed.
+    At most *per_minute* alerts (0: no limit) go to one target a minute, by *clock*; the others
+    of a pass are held back and summed up in one `held` alert. *sleep* waits between tries;
+    *stderr* hears about targets that failed.
     """
 
     def __init__(
@@ -218,7 +224,9 @@ class Watcher:
         retries: int = RETRIES,
         timeout_s: float = TIMEOUT_S,
         alive: Callable[[Path], bool] = is_locked,
+        per_minute: int = PER_MINUTE,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
         stderr: Any = None,
     ) -> None:
         self.sources = [Path(source) for source in sources]
@@ -229,7 +237,10 @@ class Watcher:
         self.retries = retries
         self.timeout_s = timeout_s
         self.alive = alive
+        self.per_minute = per_minute
         self.sleep = sleep
+        self.clock = clock
+        self._times: dict[str, deque[float]] = {}  # per target: when its last alerts went
         self.stderr = stderr
         self.logs: dict[Path, _Followed] = {}
         self.sent: dict[str, set[str]] = self._load_state()
@@ -357,12 +368,37 @@ class Watcher:
     def _send(self, alerts: list[Alert]) -> None:
         for target in self.targets:
             sent = self.sent.setdefault(target.spec, set())
+            times = self._times.setdefault(target.spec, deque())
+            now = self.clock()
+            while times and times[0] <= now - RATE_WINDOW_S:
+                times.popleft()
+            held = []
             for alert in alerts:
                 if alert.key in sent:
                     continue
-                if self._try(target, alert):
+                if self.per_minute and len(times) >= self.per_minute:
+                    held.append(alert)
+                elif self._try(target, alert):
+                    times.append(now)
                     sent.add(alert.key)
                     self._save_state()  # at once: a watcher killed next sends it no more
+            if held and self._try(target, self._held(held)):
+                sent.update(alert.key for alert in held)  # the summary stands for them
+                self._save_state()
+
+    def _held(self, held: list[Alert]) -> Alert:
+        """Return the one alert that says which alerts the rate limit held back."""
+        kinds = Counter(alert.kind for alert in held)
+        runs = sorted({alert.run for alert in held})
+        shown = ", ".join(f"{n} {kind}" for kind, n in kinds.most_common())
+        message = (
+            f"{len(held)} more alerts held back (at most {self.per_minute} a minute): {shown}, "
+            f"of run{'s' if len(runs) > 1 else ''} {', '.join(runs[:10])}"
+            + (f" and {len(runs) - 10} more" if len(runs) > 10 else "")
+        )
+        record = {"held": len(held), "kinds": dict(kinds), "runs": runs}
+        key = f"held/{self.clock()}"
+        return Alert("held", ", ".join(runs), "", 0, key, message, None, record)
 
     def _try(self, target: Target, alert: Alert) -> bool:
         wait = BACKOFF_S

@@ -253,3 +253,28 @@ def test_a_rule_no_form_reads_is_an_error_that_shows_the_forms(
 
     assert _watch(tmp_path, "--notify", f"file:{out}", "--when", rule) == 1
     assert "EVENT.FIELD OP NUMBER" in capsys.readouterr().err
+
+
+def test_past_the_rate_limit_the_rest_go_as_one_summary_then_flow_again(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for n in range(5):
+        write(
+            runs / f"r{n}.jsonl", line("run_start", run=f"r{n}"), line("run_end", status="failed")
+        )
+    out = tmp_path / "alerts.jsonl"
+    now = [1000.0]
+    watcher = Watcher(
+        [runs], [Target(f"file:{out}")], tmp_path / "state.json", per_minute=2, clock=lambda: now[0]
+    )
+
+    watcher.poll()
+    first = _alerts(out)
+    assert [a["kind"] for a in first] == ["ended", "ended", "held"]
+    assert first[2]["record"] == {"held": 3, "kinds": {"ended": 3}, "runs": ["r2", "r3", "r4"]}
+    assert first[2]["text"].startswith("3 more alerts held back (at most 2 a minute)")
+    assert watcher.poll() == []  # the held ones were said: never again
+
+    write(runs / "r5.jsonl", line("run_start", run="r5"), line("run_end", status="failed"))
+    now[0] += 61.0
+    watcher.poll()
+    assert [(a["kind"], a["run"]) for a in _alerts(out)[3:]] == [("ended", "r5")]

@@ -65,6 +65,13 @@ def add_commands(subparsers: Any) -> None:
     watch.add_argument(
         "--retries", type=int, default=3, metavar="N", help="tries again of a failing target"
     )
+    watch.add_argument(
+        "--per-minute",
+        type=int,
+        default=20,
+        metavar="N",
+        help="alerts to one target a minute, the rest summed up in one (0: no limit)",
+    )
     watch.add_argument("--once", action="store_true", help="one pass, then exit")
     watch.set_defaults(handler=_watch)
 
@@ -76,7 +83,13 @@ def _watch(args: argparse.Namespace) -> int:
     rules = [Rule.parse(text) for text in args.when]
     sources = args.sources or ["."] + ([_RUNS_DIR] if Path(_RUNS_DIR).is_dir() else [])
     watcher = Watcher(
-        sources, targets, args.state, ok=args.ok, rules=rules, retries=max(0, args.retries)
+        sources,
+        targets,
+        args.state,
+        ok=args.ok,
+        rules=rules,
+        retries=max(0, args.retries),
+        per_minute=max(0, args.per_minute),
     )
     try:
         while True:
