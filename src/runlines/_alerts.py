@@ -13,6 +13,7 @@ backoff, said on stderr, and tried again at the next pass; it never stops the ot
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
@@ -82,12 +84,19 @@ class Target:
 
     def __init__(self, spec: str) -> None:
         self.spec = spec
+        self.label = spec  # what messages name it by
+        self.id = spec  # what the state file keeps it by
         if spec.startswith("cmd:") and spec[4:].strip():
             self.kind, self.where = "cmd", spec[4:]
         elif spec.startswith("file:") and spec[5:]:
             self.kind, self.where = "file", spec[5:]
         elif spec.startswith(("http://", "https://")):
             self.kind, self.where = "http", spec
+            # a webhook's path and query are its secret: said and kept only as a digest
+            parts = urllib.parse.urlsplit(spec)
+            digest = hashlib.sha256(spec.encode()).hexdigest()[:16]
+            self.label = f"{parts.scheme}://{parts.netloc}/…"
+            self.id = f"{parts.scheme}://{parts.netloc}/#{digest}"
         else:
             msg = (
                 f"unknown --notify target {spec!r}; give cmd:COMMAND, file:PATH, "
@@ -277,7 +286,7 @@ class Watcher:
             except (OSError, ReadError) as err:  # deleted meanwhile, another user's
                 self._say(f"skipped {followed.path}: {err}")
         fresh = [
-            a for a in found if any(a.key not in self.sent.get(t.spec, ()) for t in self.targets)
+            a for a in found if any(a.key not in self.sent.get(t.id, ()) for t in self.targets)
         ]
         if fresh:
             self._send(fresh)
@@ -367,8 +376,8 @@ class Watcher:
 
     def _send(self, alerts: list[Alert]) -> None:
         for target in self.targets:
-            sent = self.sent.setdefault(target.spec, set())
-            times = self._times.setdefault(target.spec, deque())
+            sent = self.sent.setdefault(target.id, set())
+            times = self._times.setdefault(target.id, deque())
             now = self.clock()
             while times and times[0] <= now - RATE_WINDOW_S:
                 times.popleft()
@@ -412,7 +421,7 @@ class Watcher:
                 if tried == self.retries:
                     tries = f"{tried + 1} tr{'y' if tried == 0 else 'ies'}"
                     self._say(
-                        f"could not notify {target.spec} of {alert.kind} of run {alert.run} "
+                        f"could not notify {target.label} of {alert.kind} of run {alert.run} "
                         f"after {tries} ({reason}); trying again at the next pass"
                     )
                     return False

@@ -207,11 +207,13 @@ def test_a_failing_target_does_not_stop_the_others_and_is_tried_again(
     err = capsys.readouterr().err
     assert "could not notify cmd:exit 3" in err
     assert "status 3" in err
-    assert f"could not notify {url}" in err
+    assert "/hook" not in err  # a webhook's path is its secret
+    assert f"could not notify {url.removesuffix('hook')}…" in err
     assert "HTTP 500" in err
     failures[0] = 0
     again = Watcher([log], targets[1:], tmp_path / "state.json")
     again.poll()  # the webhook gets it now; the file does not again
+    assert "/hook" not in (tmp_path / "state.json").read_text()
     assert len(bodies) == 1
     assert len(_alerts(out)) == 1
 
@@ -278,3 +280,13 @@ def test_past_the_rate_limit_the_rest_go_as_one_summary_then_flow_again(tmp_path
     now[0] += 61.0
     watcher.poll()
     assert [(a["kind"], a["run"]) for a in _alerts(out)[3:]] == [("ended", "r5")]
+
+
+def test_a_missing_source_is_an_error_for_one_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = str(tmp_path / "nowhere.jsonl")
+    state = str(tmp_path / "state.json")
+
+    assert main(["watch", missing, "--notify", "file:x", "--state", state, "--once"]) == 1
+    assert "no such log or folder" in capsys.readouterr().err

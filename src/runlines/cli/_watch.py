@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines.cli._options import seconds
+from runlines.reading._files import check_source
 
 __all__ = ["add_commands"]
 
@@ -82,6 +83,12 @@ def _watch(args: argparse.Namespace) -> int:
     targets = [parse_target(spec) for spec in args.notify]
     rules = [Rule.parse(text) for text in args.when]
     sources = args.sources or ["."] + ([_RUNS_DIR] if Path(_RUNS_DIR).is_dir() else [])
+    for source in map(Path, sources):
+        if source.exists() or args.once:
+            if not source.is_dir():
+                check_source(source)  # a FIFO named like a log would block: refused
+        else:  # its runs are picked up once it appears
+            print(f"runlines: waiting for {source} to appear (Ctrl-C to stop)", file=sys.stderr)
     watcher = Watcher(
         sources,
         targets,
