@@ -35,7 +35,10 @@ def _watch(tmp_path: Path, *args: str) -> int:
     return main(["watch", str(tmp_path / "runs"), "--state", state, "--once", *args])
 
 
-def test_a_sigkilled_run_gives_one_died_alert(tmp_path: Path) -> None:
+def test_a_sigkilled_run_gives_one_died_alert(
+    tmp_path: Path, receiver: tuple[str, list[dict[str, Any]], list[int]]
+) -> None:
+    url, bodies, _ = receiver
     runs = tmp_path / "runs"
     child = textwrap.dedent(
         f"""
@@ -53,18 +56,20 @@ def test_a_sigkilled_run_gives_one_died_alert(tmp_path: Path) -> None:
         assert proc.stdout is not None
         assert proc.stdout.readline() == b"ready\n"
         out = tmp_path / "alerts.jsonl"
-        assert _watch(tmp_path, "--notify", f"file:{out}") == 0
+        assert _watch(tmp_path, "--notify", f"file:{out}", "--notify", url) == 0
         assert _alerts(out) == []  # alive: its lock is held
+        assert bodies == []
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
 
-    assert _watch(tmp_path, "--notify", f"file:{out}") == 0
-    assert _watch(tmp_path, "--notify", f"file:{out}") == 0
+    assert _watch(tmp_path, "--notify", f"file:{out}", "--notify", url) == 0
+    assert _watch(tmp_path, "--notify", f"file:{out}", "--notify", url) == 0
 
     (alert,) = _alerts(out)
+    assert bodies == [alert]
     assert (alert["kind"], alert["run"], alert["attempt"]) == ("died", "killed", 1)
     assert "died" in alert["text"]
     assert alert["content"] == alert["text"]
@@ -290,3 +295,25 @@ def test_a_missing_source_is_an_error_for_one_pass(
 
     assert main(["watch", missing, "--notify", "file:x", "--state", state, "--once"]) == 1
     assert "no such log or folder" in capsys.readouterr().err
+
+
+def test_a_watcher_restarted_mid_run_sends_only_what_is_new(tmp_path: Path) -> None:
+    log = write(
+        tmp_path / "runs" / "live.jsonl",
+        line("run_start", run="live", id="l1", attempt=1),
+        line("nonfinite", run="live", of_event="train_step", field="loss", step=3, value="NaN"),
+    )
+    out = tmp_path / "alerts.jsonl"
+    alive = {log: True}
+    state = tmp_path / "state.json"
+
+    first = Watcher([log.parent], [Target(f"file:{out}")], state, alive=alive.__getitem__)
+    assert [a.kind for a in first.poll()] == ["nonfinite"]
+    with log.open("ab") as more:
+        more.write(line("stall", run="live", idle_s=900.0))
+    restarted = Watcher([log.parent], [Target(f"file:{out}")], state, alive=alive.__getitem__)
+    assert [a.kind for a in restarted.poll()] == ["stall"]
+    alive[log] = False  # its process is gone, no run_end
+    assert [a.kind for a in restarted.poll()] == ["died"]
+
+    assert [a["kind"] for a in _alerts(out)] == ["nonfinite", "stall", "died"]
