@@ -7,13 +7,15 @@ and its lock free: `reading._files.is_locked`), and a record that crossed a metr
 (`Rule`, `--when`: once per run, attempt and rule). Each event goes to each target once: the
 state file keeps, per target, the keys of the events sent (run id, attempt, kind, record
 number), so a restarted watcher sends nothing twice. A target that fails is retried with
-backoff, said on stderr, and tried again at the next pass; it never stops the others. Past
+backoff, said on stderr, and tried again at the next pass with the rest of its alerts of
+this pass; it never stops the others. Past
 *per_minute* alerts to a target, the rest of a pass go as one summary (`held`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import math
 import os
@@ -391,6 +393,9 @@ class Watcher:
                     times.append(now)
                     sent.add(alert.key)
                     self._save_state()  # at once: a watcher killed next sends it no more
+                else:  # down: the rest wait for the next pass, not each for its retries
+                    held = []
+                    break
             if held and self._try(target, self._held(held)):
                 sent.update(alert.key for alert in held)  # the summary stands for them
                 self._save_state()
@@ -414,7 +419,12 @@ class Watcher:
         for tried in range(self.retries + 1):
             try:
                 target.send(alert, timeout_s=self.timeout_s)
-            except (OSError, subprocess.SubprocessError, ValueError) as err:
+            except (
+                OSError,
+                http.client.HTTPException,
+                subprocess.SubprocessError,
+                ValueError,
+            ) as err:
                 reason = f"{type(err).__name__}: {err}"
                 if isinstance(err, urllib.error.HTTPError):
                     reason = f"HTTP {err.code} {err.reason}"

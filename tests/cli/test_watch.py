@@ -200,17 +200,23 @@ def test_a_failing_target_does_not_stop_the_others_and_is_tried_again(
 ) -> None:
     url, bodies, failures = receiver
     failures[0] = 100
-    log = write(tmp_path / "x.jsonl", line("run_start", run="x"), line("run_end", status="failed"))
+    log = write(
+        tmp_path / "x.jsonl",
+        line("run_start", run="x"),
+        line("stall", run="x", idle_s=600.0),
+        line("run_end", status="failed"),
+    )
     out = tmp_path / "alerts.jsonl"
     targets = [Target("cmd:exit 3"), Target(url), Target(f"file:{out}")]
     watcher = Watcher([log], targets, tmp_path / "state.json", retries=1, sleep=lambda _: None)
 
     watcher.poll()
 
-    assert len(_alerts(out)) == 1
+    assert [a["kind"] for a in _alerts(out)] == ["stall", "ended"]
     assert bodies == []
     err = capsys.readouterr().err
-    assert "could not notify cmd:exit 3" in err
+    assert err.count("could not notify cmd:exit 3") == 1  # down: its next alert waits
+    assert failures[0] == 100 - 2  # one alert, tried twice; the next waits for the next pass
     assert "status 3" in err
     assert "/hook" not in err  # a webhook's path is its secret
     assert f"could not notify {url.removesuffix('hook')}…" in err
@@ -219,8 +225,8 @@ def test_a_failing_target_does_not_stop_the_others_and_is_tried_again(
     again = Watcher([log], targets[1:], tmp_path / "state.json")
     again.poll()  # the webhook gets it now; the file does not again
     assert "/hook" not in (tmp_path / "state.json").read_text()
-    assert len(bodies) == 1
-    assert len(_alerts(out)) == 1
+    assert [b["kind"] for b in bodies] == ["stall", "ended"]
+    assert len(_alerts(out)) == 2
 
 
 def test_a_bad_target_is_a_usage_error_that_names_the_forms(
