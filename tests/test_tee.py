@@ -282,16 +282,24 @@ def test_sigterm_ends_a_capturing_job_blocked_on_a_full_stdout_pipe(tmp_path: Pa
         import itertools
         with Run("r", sys.argv[1], console="json", console_capture=True, system=False) as run:
             os.write(2, b"ready\\n")
+            sys.stdin.buffer.read(1)  # the parent has read "ready": the tee forwarded stderr
             for step in itertools.count():
                 run.log("step", step=step)
         """,
     )
     read_end, write_end = os.pipe()
-    with subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, env=_env()) as child:
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=write_end, stderr=subprocess.PIPE, env=_env()
+    ) as child:
         os.close(write_end)
         try:
+            assert child.stdin is not None
             assert child.stderr is not None
+            # the job logs only once "ready" is read: were stdout full first, the tee (one
+            # thread for both streams) would be blocked on it and never forward "ready"
             assert child.stderr.readline() == b"ready\n"
+            child.stdin.write(b"g")
+            child.stdin.flush()
             _fill(read_end)  # the tee blocks on stdout, then the job on the tee's pipe
 
             child.send_signal(signal.SIGTERM)
