@@ -29,6 +29,7 @@ from runlines.reading._rules import json_ready as jsonable
 _STATIC_FILES: Final = (
     "index.html",
     "app.js",
+    "media.js",
     "app.css",
     "vendor/uPlot.iife.min.js",
     "vendor/uPlot.min.css",

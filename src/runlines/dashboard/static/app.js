@@ -732,6 +732,7 @@ async function showRun(label) {
     el("h3", {}, `attempt ${a.attempt}: ${a.exc_type || "failed"}${a.exc_message ? ": " + a.exc_message : ""}`),
     el("pre", {class: "trace"}, a.traceback || `${a.exc_type}: ${a.exc_message || ""}`)));
   const charts = el("div", {class: "run-charts"});
+  const media = el("div", {class: "run-media"}, el("p", {class: "muted"}, "loading…"));
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, label), el("div", {class: "muted"}, d.path, " · ",
       el("span", {class: "badge " + d.row.status}, d.row.status), ` · ${d.row.attempts} attempt(s) · step ${fmt(d.row.step)} · ${fmtDuration(d.row.duration_s)}`,
@@ -745,7 +746,9 @@ async function showRun(label) {
     el("div", {class: "grid2"},
       el("div", {class: "panel"}, el("h2", {}, "Spans"), spans),
       el("div", {class: "panel"}, el("h2", {}, "Ranks"), ranks)),
+    el("div", {class: "panel", id: "media"}, el("h2", {}, "Media"), media),
     el("div", {class: "panel"}, el("h2", {}, "Artifacts"), artifacts));
+  showMedia(label, media);  // static/media.js
   for (const c of runBoard?.charts.values() || []) c.plot?.destroy();
   runBoard = newBoard(charts, () => [label], false);
   colorOf(label);

@@ -1,0 +1,240 @@
+// runlines dashboard: a run page's media (images, histograms, text, audio, tables) over /api/media.
+// Loaded before app.js; it uses app.js's helpers (api, el, fmt, withToken) only when called.
+// One step slider drives every panel; a name without a record at that step shows its nearest
+// step, labelled. Only the chosen step's files are fetched (lazy <img>, <audio preload=none>),
+// so a run with thousands of images stays responsive.
+
+const MEDIA_KINDS = ["image", "histogram", "text", "audio", "table"];
+const HEAT_ROWS = 64;  // a heatmap's value axis: the bins of every step spread onto these
+
+function mediaUrl(label, path) {
+  return withToken("/api/artifact?run=" + encodeURIComponent(label) + "&path=" + encodeURIComponent(path));
+}
+
+// the step of *steps* (sorted) nearest to *wanted*; the lower one on a tie
+function nearestStep(steps, wanted) {
+  let best = steps[0];
+  for (const s of steps) if (Math.abs(s - wanted) < Math.abs(best - wanted)) best = s;
+  return best;
+}
+
+// "step 40", or "step 40 (nearest to 45)" when the name has no record at the chosen step
+function stepLabel(shown, wanted) {
+  return shown === wanted ? `step ${shown}` : `step ${shown} (nearest to ${wanted})`;
+}
+
+// {kind: Map(name -> Map(step -> [records]))}, steps in order
+function groupMedia(records) {
+  const out = {};
+  for (const r of records) {
+    if (typeof r.step !== "number" || !MEDIA_KINDS.includes(r.event)) continue;
+    const names = out[r.event] ??= new Map();
+    const steps = names.get(r.name) ?? names.set(r.name, new Map()).get(r.name);
+    (steps.get(r.step) ?? steps.set(r.step, []).get(r.step)).push(r);
+  }
+  for (const names of Object.values(out)) {
+    for (const [name, steps] of names) names.set(name, new Map([...steps].sort((a, b) => a[0] - b[0])));
+  }
+  return out;
+}
+
+async function showMedia(label, container) {
+  let answer;
+  try { answer = await api("/api/media?run=" + encodeURIComponent(label)); } catch (err) {
+    container.replaceChildren(el("p", {class: "muted"}, String(err.message))); return;
+  }
+  const groups = groupMedia(answer.media);
+  const allSteps = [...new Set(answer.media.filter((r) => typeof r.step === "number").map((r) => r.step))].sort((a, b) => a - b);
+  if (!allSteps.length) { container.replaceChildren(el("p", {class: "muted"}, "no media")); return; }
+  const panels = [];
+  for (const [name, steps] of groups.image || []) panels.push(imagePanel(label, name, steps));
+  for (const [name, steps] of groups.histogram || []) panels.push(histogramPanel(name, steps));
+  for (const [name, steps] of groups.text || []) panels.push(textPanel(label, name, steps));
+  for (const [name, steps] of groups.audio || []) panels.push(audioPanel(label, name, steps));
+  for (const [name, steps] of groups.table || []) panels.push(tablePanel(label, name, steps));
+  const slider = el("input", {type: "range", id: "media-step", min: 0, max: allSteps.length - 1, step: 1, value: allSteps.length - 1, "aria-label": "media step"});
+  const shown = el("output", {id: "media-step-value"});
+  const show = () => {
+    const step = allSteps[Number(slider.value)];
+    shown.textContent = String(step);
+    for (const p of panels) p.show(step);
+  };
+  slider.addEventListener("input", show);
+  container.replaceChildren(
+    el("div", {class: "toolbar media-bar"}, el("label", {}, "step ", slider, " ", shown),
+      el("span", {class: "muted"}, `${allSteps.length} step(s) with media`)),
+    el("div", {class: "media-grid"}, panels.map((p) => p.node)));
+  show();
+}
+
+function mediaCard(kind, name, ...body) {
+  return el("div", {class: "media-card", "data-kind": kind, "data-name": name},
+    el("div", {class: "title"}, el("span", {class: "event"}, kind), " ", name), ...body);
+}
+
+// --- images -------------------------------------------------------------------------------
+
+function imagePanel(label, name, byStep) {
+  const steps = [...byStep.keys()];
+  const caption = el("div", {class: "media-step"});
+  const frames = el("div", {class: "images"});
+  const node = mediaCard("image", name, caption, frames);
+  let current = null;
+  return {node, show(wanted) {
+    const step = nearestStep(steps, wanted);
+    caption.textContent = stepLabel(step, wanted);
+    node.dataset.step = step;
+    if (step === current) return;
+    current = step;
+    frames.replaceChildren(...byStep.get(step).map((r) => el("figure", {},
+      el("img", {src: mediaUrl(label, r.path), alt: `${name} step ${step}`, loading: "lazy", width: r.width, height: r.height}),
+      r.caption ? el("figcaption", {}, r.caption) : null)));
+  }};
+}
+
+// --- histograms ---------------------------------------------------------------------------
+
+// one histogram per step: the first rank's record where several ranks logged
+function histogramsOf(byStep) {
+  return [...byStep].map(([step, records]) => ({step, ...records[0]})).filter((h) => Array.isArray(h.counts));
+}
+
+// the heatmap's grid: each step's counts spread onto HEAT_ROWS rows of one common value range
+function heatGrid(hists) {
+  const edged = hists.filter((h) => Array.isArray(h.edges) && h.edges.length === h.counts.length + 1);
+  const lo = Math.min(...edged.map((h) => h.edges[0]));
+  const hi = Math.max(...edged.map((h) => h.edges[h.edges.length - 1]));
+  const width = hi > lo ? hi - lo : 1;
+  const cells = hists.map((h) => {
+    const col = new Float64Array(HEAT_ROWS);
+    if (!edged.includes(h)) return col;
+    h.counts.forEach((c, i) => {
+      const mid = (h.edges[i] + h.edges[i + 1]) / 2;
+      col[Math.min(HEAT_ROWS - 1, Math.max(0, Math.floor((mid - lo) / width * HEAT_ROWS)))] += c;
+    });
+    return col;
+  });
+  return {cells, lo, hi: lo + width, max: Math.max(1, ...cells.map((c) => Math.max(...c)))};
+}
+
+function heatColor(t) {  // 0 → pale, 1 → deep blue
+  const s = Math.sqrt(t);
+  return `rgb(${Math.round(246 - 200 * s)}, ${Math.round(247 - 160 * s)}, ${Math.round(249 - 25 * s)})`;
+}
+
+function drawHeatmap(canvas, hists, grid, stepIndex) {
+  const ctx = canvas.getContext("2d");
+  const w = canvas.width, h = canvas.height;
+  ctx.clearRect(0, 0, w, h);
+  const cw = w / hists.length, rh = h / HEAT_ROWS;
+  grid.cells.forEach((col, x) => col.forEach((v, y) => {
+    if (!v) return;
+    ctx.fillStyle = heatColor(v / grid.max);
+    ctx.fillRect(x * cw, h - (y + 1) * rh, Math.ceil(cw), Math.ceil(rh));
+  }));
+  ctx.strokeStyle = "#c4321c";
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  ctx.moveTo((stepIndex + 0.5) * cw, 0); ctx.lineTo((stepIndex + 0.5) * cw, h);
+  ctx.stroke();
+}
+
+function drawDistribution(canvas, hist) {
+  const ctx = canvas.getContext("2d");
+  const w = canvas.width, h = canvas.height;
+  ctx.clearRect(0, 0, w, h);
+  const max = Math.max(1, ...hist.counts);
+  const bw = w / Math.max(1, hist.counts.length);
+  ctx.fillStyle = "#3559e0";
+  hist.counts.forEach((c, i) => {
+    const bh = (c / max) * (h - 2);
+    ctx.fillRect(i * bw, h - bh, Math.max(1, bw - 1), bh);
+  });
+}
+
+function histogramPanel(name, byStep) {
+  const hists = histogramsOf(byStep);
+  const steps = hists.map((h) => h.step);
+  const grid = heatGrid(hists);
+  const heat = el("canvas", {class: "heatmap", width: 480, height: 160, "aria-label": `${name} over steps`});
+  const dist = el("canvas", {class: "distribution", width: 480, height: 110, "aria-label": `${name} at the chosen step`});
+  const axis = el("div", {class: "media-axis muted"}, `steps ${steps[0]}–${steps[steps.length - 1]} → · values ${fmt(grid.lo)} … ${fmt(grid.hi)} ↑`);
+  const caption = el("div", {class: "media-step"});
+  const stats = el("div", {class: "muted media-stats"});
+  const node = mediaCard("histogram", name, heat, axis, caption, dist, stats);
+  return {node, show(wanted) {
+    if (!hists.length) { caption.textContent = "no bins"; return; }
+    const step = nearestStep(steps, wanted);
+    const i = steps.indexOf(step), hist = hists[i];
+    drawHeatmap(heat, hists, grid, i);
+    drawDistribution(dist, hist);
+    node.dataset.step = step;
+    heat.dataset.drawn = String(hists.length);
+    caption.textContent = stepLabel(step, wanted);
+    const edges = Array.isArray(hist.edges) ? `${fmt(hist.edges[0])} … ${fmt(hist.edges[hist.edges.length - 1])}` : "no finite value";
+    const odd = ["nan", "posinf", "neginf"].filter((k) => hist[k]).map((k) => `${k} ${hist[k]}`);
+    stats.textContent = [`count ${fmt(hist.count)}`, hist.mean === null || hist.mean === undefined ? null : `mean ${fmt(hist.mean)}`,
+      hist.std === null || hist.std === undefined ? null : `std ${fmt(hist.std)}`, edges, ...odd].filter(Boolean).join(" · ");
+  }};
+}
+
+// --- text, audio, tables ------------------------------------------------------------------
+
+function textPanel(label, name, byStep) {
+  const steps = [...byStep.keys()];
+  const caption = el("div", {class: "media-step"});
+  const body = el("div", {class: "texts"});
+  const node = mediaCard("text", name, caption, body);
+  let current = null;
+  return {node, show(wanted) {
+    const step = nearestStep(steps, wanted);
+    caption.textContent = stepLabel(step, wanted);
+    node.dataset.step = step;
+    if (step === current) return;
+    current = step;
+    body.replaceChildren(...byStep.get(step).map((r) => {
+      const pre = el("pre", {class: "text-sample"}, typeof r.text === "string" ? r.text : "loading…");
+      if (typeof r.text !== "string" && r.path) {  // a long text: its side file
+        fetch(mediaUrl(label, r.path), {cache: "no-store"})
+          .then((a) => a.ok ? a.text() : Promise.reject(new Error(`${a.status} ${a.statusText}`)))
+          .then((t) => { pre.textContent = t; }, (err) => { pre.textContent = `cannot read ${r.path}: ${err.message}`; });
+      }
+      return pre;
+    }));
+  }};
+}
+
+function audioPanel(label, name, byStep) {
+  const steps = [...byStep.keys()];
+  const caption = el("div", {class: "media-step"});
+  const body = el("div", {});
+  const node = mediaCard("audio", name, caption, body);
+  let current = null;
+  return {node, show(wanted) {
+    const step = nearestStep(steps, wanted);
+    caption.textContent = stepLabel(step, wanted);
+    node.dataset.step = step;
+    if (step === current) return;
+    current = step;
+    body.replaceChildren(...byStep.get(step).map((r) => el("div", {class: "audio"},
+      el("audio", {controls: true, preload: "none", src: mediaUrl(label, r.path)}),
+      el("span", {class: "muted"}, ` ${r.sample_rate} Hz · ${r.channels} ch · ${(r.frames / r.sample_rate).toFixed(2)} s`))));
+  }};
+}
+
+// a table's columns and row count; its rows are in the Parquet file (a link; no paging yet)
+function tablePanel(label, name, byStep) {
+  const steps = [...byStep.keys()];
+  const caption = el("div", {class: "media-step"});
+  const body = el("div", {});
+  const node = mediaCard("table", name, caption, body);
+  return {node, show(wanted) {
+    const step = nearestStep(steps, wanted);
+    caption.textContent = stepLabel(step, wanted);
+    node.dataset.step = step;
+    body.replaceChildren(...byStep.get(step).map((r) => el("div", {class: "table-info"},
+      el("span", {}, `${fmt(r.rows)} row(s) · ${(r.columns || []).length} column(s): `),
+      el("span", {class: "columns"}, (r.columns || []).join(", ")), " · ",
+      el("a", {href: mediaUrl(label, r.path)}, "parquet"))));
+  }};
+}
