@@ -59,7 +59,7 @@ def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
 @pytest.fixture(name="gallery")
 def _gallery(serve_dir: Path) -> Path:
     """A run with an image and a histogram at each of STEPS, text at 10 and 30 (the one at 30
-    long, in a side file), audio at 20 and a table at 10."""
+    long, in a side file), audio at 20 and a table of 45 rows at 10."""
     rng = np.random.default_rng(0)
     with Run("gallery", serve_dir, **QUIET) as run:
         for i, step in enumerate(STEPS):
@@ -70,7 +70,7 @@ def _gallery(serve_dir: Path) -> Path:
         run.text("completion", "the first sample", step=10)
         run.text("completion", LONG, step=30)
         run.audio("voice", np.zeros(800, dtype=np.float32), 8000, step=20)
-        run.table("preds", [{"label": 1, "score": 0.5}, {"label": 0, "score": 0.25}], step=10)
+        run.table("preds", [{"label": i % 2, "score": i / 100} for i in range(45)], step=10)
     return serve_dir
 
 
@@ -118,7 +118,19 @@ def test_the_slider_shows_each_panels_record_at_its_step_or_nearest_labelled(
     )
     table = _card(page, "table", "preds")
     expect(table.locator(".media-step")).to_have_text("step 10 (nearest to 20)")
-    expect(table.locator(".table-info")).to_contain_text("2 row(s) · 2 column(s): label, score")
+    expect(table.locator(".table-info")).to_contain_text("45 row(s) · 2 column(s): label, score")
+    expect(table.locator(".pager")).to_contain_text("rows 1-20 of 45")
+    expect(table.locator("tbody tr")).to_have_count(20)
+    expect(table.locator("tbody tr").first.locator("td")).to_have_text(["0", "0"])
+
+    table.locator(".pager button.next").click()
+    expect(table.locator(".pager")).to_contain_text("rows 21-40 of 45")
+    table.locator(".pager button.next").click()
+
+    expect(table.locator(".pager")).to_contain_text("rows 41-45 of 45")
+    expect(table.locator("tbody tr")).to_have_count(5)
+    expect(table.locator("tbody tr").first.locator("td")).to_have_text(["0", "0.4"])
+    expect(table.locator(".pager button.next")).to_be_disabled()
     assert errors == []
 
 

@@ -222,19 +222,45 @@ function audioPanel(label, name, byStep) {
   }};
 }
 
-// a table's columns and row count; its rows are in the Parquet file (a link; no paging yet)
+const TABLE_PAGE = 20;  // rows a table card shows at once, from /api/table
+
+// a table's columns and row count, and its rows a page at a time (/api/table reads that page only)
 function tablePanel(label, name, byStep) {
   const steps = [...byStep.keys()];
   const caption = el("div", {class: "media-step"});
   const body = el("div", {});
   const node = mediaCard("table", name, caption, body);
+  let current = null;
   return {node, show(wanted) {
     const step = nearestStep(steps, wanted);
     caption.textContent = stepLabel(step, wanted);
     node.dataset.step = step;
-    body.replaceChildren(...byStep.get(step).map((r) => el("div", {class: "table-info"},
+    if (step === current) return;
+    current = step;
+    body.replaceChildren(...byStep.get(step).map((r) => tableRecord(label, r)));
+  }};
+}
+
+function tableRecord(label, r) {
+  const rows = el("div", {class: "table-rows"});
+  const pager = el("span", {class: "pager muted"});
+  const node = el("div", {class: "table-record"},
+    el("div", {class: "table-info"},
       el("span", {}, `${fmt(r.rows)} row(s) · ${(r.columns || []).length} column(s): `),
       el("span", {class: "columns"}, (r.columns || []).join(", ")), " · ",
-      el("a", {href: mediaUrl(label, r.path)}, "parquet"))));
-  }};
+      el("a", {href: mediaUrl(label, r.path)}, "parquet"), " ", pager),
+    rows);
+  const load = (offset) => {
+    api(`/api/table?run=${encodeURIComponent(label)}&path=${encodeURIComponent(r.path)}&offset=${offset}&limit=${TABLE_PAGE}`).then((page) => {
+      const end = offset + page.rows.length;
+      rows.replaceChildren(el("div", {class: "table-wrap media-table"}, grid(page.columns, page.rows.map((row) => row.map((v) => v !== null && typeof v === "object" ? JSON.stringify(v) : v)))));
+      node.dataset.offset = offset;
+      pager.replaceChildren(
+        el("button", {type: "button", class: "prev", disabled: offset <= 0, onclick: () => load(Math.max(0, offset - TABLE_PAGE))}, "‹"),
+        ` rows ${page.rows.length ? offset + 1 : 0}-${end} of ${fmt(page.total)} `,
+        el("button", {type: "button", class: "next", disabled: end >= page.total, onclick: () => load(end)}, "›"));
+    }, (err) => { rows.replaceChildren(el("p", {class: "muted"}, `rows not shown: ${err.message}`)); });
+  };
+  load(0);
+  return node;
 }
