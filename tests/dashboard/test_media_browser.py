@@ -59,7 +59,7 @@ def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
 @pytest.fixture(name="gallery")
 def _gallery(serve_dir: Path) -> Path:
     """A run with an image and a histogram at each of STEPS, text at 10 and 30 (the one at 30
-    long, in a side file), audio at 20 and a table of 45 rows at 10."""
+    long, in a side file) and at 10 and 20, audio at 20 and a table of 45 rows at 10."""
     rng = np.random.default_rng(0)
     with Run("gallery", serve_dir, **QUIET) as run:
         for i, step in enumerate(STEPS):
@@ -69,6 +69,8 @@ def _gallery(serve_dir: Path) -> Path:
             run.histogram("weights", rng.normal(i, 1.0, 1000), step=step, bins=32)
         run.text("completion", "the first sample", step=10)
         run.text("completion", LONG, step=30)
+        run.text("answer", "the cat sat on a mat", step=10)
+        run.text("answer", "the cat sat down on the mat", step=20)
         run.audio("voice", np.zeros(800, dtype=np.float32), 8000, step=20)
         run.table("preds", [{"label": i % 2, "score": i / 100} for i in range(45)], step=10)
     return serve_dir
@@ -157,6 +159,27 @@ def test_the_histograms_heatmap_is_drawn_and_a_long_text_is_fetched_from_its_fil
     )
     assert bars > 0
     expect(_card(page, "text", "completion").locator("pre")).to_have_text(LONG)
+    assert errors == []
+
+
+def test_a_text_sample_diffs_to_the_previous_step_on_request(
+    gallery: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    page.goto(server.url + "#/run/gallery")
+    card = _card(page, "text", "answer")
+    page.locator("#media-step").fill("1")
+    expect(card.locator("pre")).to_have_text("the cat sat down on the mat")
+    expect(card.locator("pre ins")).to_have_count(0)
+
+    card.locator("input.diff-toggle").check()
+
+    expect(card.locator(".media-step")).to_have_text("step 20 · diff to step 10")
+    expect(card.locator("pre ins")).to_have_text(["down", " ", "the"])
+    expect(card.locator("pre del")).to_have_text(["a"])
+    page.locator("#media-step").fill("0")  # the first step has no previous one: no diff
+    expect(card.locator(".media-step")).to_have_text("step 10")
+    expect(card.locator("pre")).to_have_text("the cat sat on a mat")
+    expect(card.locator("pre ins")).to_have_count(0)
     assert errors == []
 
 

@@ -180,27 +180,68 @@ function histogramPanel(name, byStep) {
 
 // --- text, audio, tables ------------------------------------------------------------------
 
+const DIFF_MAX_WORDS = 4000;  // a longer pair of samples is shown without its diff
+
+// a sample's text: inline in its record, or fetched once from its side file
+function textOf(label, r, cache) {
+  if (typeof r.text === "string") return Promise.resolve(r.text);
+  if (!cache.has(r.path)) {
+    cache.set(r.path, fetch(mediaUrl(label, r.path), {cache: "no-store"})
+      .then((a) => a.ok ? a.text() : Promise.reject(new Error(`${a.status} ${a.statusText}`))));
+  }
+  return cache.get(r.path);
+}
+
+// a word diff of *before* and *after* (longest common subsequence): [[op, word]], op "=", "+", "-"
+function wordDiff(before, after) {
+  const a = before.split(/(\s+)/), b = after.split(/(\s+)/);
+  if (a.length + b.length > 2 * DIFF_MAX_WORDS) return null;
+  const n = a.length, m = b.length, len = Array.from({length: n + 1}, () => new Uint16Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) for (let j = m - 1; j >= 0; j--) {
+    len[i][j] = a[i] === b[j] ? len[i + 1][j + 1] + 1 : Math.max(len[i + 1][j], len[i][j + 1]);
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) { out.push(["=", a[i]]); i++; j++; } else if (len[i + 1][j] >= len[i][j + 1]) out.push(["-", a[i++]]); else out.push(["+", b[j++]]);
+  }
+  while (i < n) out.push(["-", a[i++]]);
+  while (j < m) out.push(["+", b[j++]]);
+  return out;
+}
+
 function textPanel(label, name, byStep) {
   const steps = [...byStep.keys()];
+  const cache = new Map();
   const caption = el("div", {class: "media-step"});
   const body = el("div", {class: "texts"});
-  const node = mediaCard("text", name, caption, body);
+  const toggle = el("input", {type: "checkbox", class: "diff-toggle"});
+  const node = mediaCard("text", name, el("label", {class: "muted diff-label"}, toggle, " diff to the previous step"), caption, body);
   let current = null;
-  return {node, show(wanted) {
-    const step = nearestStep(steps, wanted);
-    caption.textContent = stepLabel(step, wanted);
-    node.dataset.step = step;
-    if (step === current) return;
-    current = step;
-    body.replaceChildren(...byStep.get(step).map((r) => {
-      const pre = el("pre", {class: "text-sample"}, typeof r.text === "string" ? r.text : "loading…");
-      if (typeof r.text !== "string" && r.path) {  // a long text: its side file
-        fetch(mediaUrl(label, r.path), {cache: "no-store"})
-          .then((a) => a.ok ? a.text() : Promise.reject(new Error(`${a.status} ${a.statusText}`)))
-          .then((t) => { pre.textContent = t; }, (err) => { pre.textContent = `cannot read ${r.path}: ${err.message}`; });
-      }
+  const render = () => {
+    const step = current, i = steps.indexOf(step), before = i > 0 ? byStep.get(steps[i - 1]) : [];
+    const diffing = toggle.checked && i > 0;
+    caption.textContent = caption.dataset.label + (diffing ? ` · diff to step ${steps[i - 1]}` : "");
+    body.replaceChildren(...byStep.get(step).map((r, k) => {
+      const pre = el("pre", {class: "text-sample"}, "loading…");
+      const old = before[k];
+      Promise.all([textOf(label, r, cache), diffing && old ? textOf(label, old, cache) : null]).then(([now, was]) => {
+        if (current !== step) return;
+        const diff = was === null ? null : wordDiff(was, now);
+        if (diff === null) { pre.textContent = now + (was === null ? "" : "\n\n(too long to diff)"); return; }
+        pre.replaceChildren(...diff.map(([op, w]) => op === "=" ? w : el(op === "+" ? "ins" : "del", {class: op === "+" ? "added" : "removed"}, w)));
+      }, (err) => { pre.textContent = `cannot read ${r.path}: ${err.message}`; });
       return pre;
     }));
+  };
+  toggle.addEventListener("change", render);
+  return {node, show(wanted) {
+    const step = nearestStep(steps, wanted);
+    caption.dataset.label = stepLabel(step, wanted);
+    node.dataset.step = step;
+    if (step === current) { render(); return; }
+    current = step;
+    render();
   }};
 }
 
