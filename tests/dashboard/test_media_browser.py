@@ -190,3 +190,26 @@ def test_a_run_without_media_says_so(serve_dir: Path, server: Server, page: Any)
     page.goto(server.url + "#/run/plain")
 
     expect(page.locator("#media .run-media")).to_have_text("no media")
+
+
+def test_the_diff_page_shows_two_runs_images_side_by_side_at_one_step(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    for label, steps in (("a", STEPS), ("b", (10, 30))):
+        with Run(label, serve_dir, **QUIET) as run:
+            for step in steps:
+                run.image("samples", np.full((4, 4, 3), step, dtype=np.uint8), step=step)
+    page.goto(server.url + "#/diff/a/b")
+    card = page.locator('#view-diff .media-card[data-kind="image"][data-name="samples"]')
+    expect(card.locator(".media-run")).to_have_count(2)
+
+    page.locator("#view-diff #media-step").fill("1")  # step 20: a has it, b does not
+
+    expect(card.locator('.media-run[data-run="a"] .media-step')).to_have_text("step 20")
+    expect(card.locator('.media-run[data-run="b"] .media-step')).to_have_text(
+        "step 10 (nearest to 20)"
+    )
+    expect(card.locator('.media-run[data-run="b"] img')).to_have_attribute(
+        "src", re.compile(r"%2F10-[0-9a-f]+\.png$")
+    )
+    assert errors == []

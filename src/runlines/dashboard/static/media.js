@@ -38,20 +38,31 @@ function groupMedia(records) {
   return out;
 }
 
-async function showMedia(label, container) {
-  let answer;
-  try { answer = await api("/api/media?run=" + encodeURIComponent(label)); } catch (err) {
+// the media of one run (a run page) or of several side by side at the same step (the diff page)
+async function showMedia(labels, container) {
+  labels = Array.isArray(labels) ? labels : [labels];
+  let answers;
+  try { answers = await Promise.all(labels.map((label) => api("/api/media?run=" + encodeURIComponent(label)))); } catch (err) {
     container.replaceChildren(el("p", {class: "muted"}, String(err.message))); return;
   }
-  const groups = groupMedia(answer.media);
-  const allSteps = [...new Set(answer.media.filter((r) => typeof r.step === "number").map((r) => r.step))].sort((a, b) => a - b);
+  const records = answers.flatMap((a) => a.media);
+  const allSteps = [...new Set(records.filter((r) => typeof r.step === "number").map((r) => r.step))].sort((a, b) => a - b);
   if (!allSteps.length) { container.replaceChildren(el("p", {class: "muted"}, "no media")); return; }
+  const groups = answers.map((a) => groupMedia(a.media));
+  const makers = {image: imagePanel, histogram: histogramPanel, text: textPanel, audio: audioPanel, table: tablePanel};
   const panels = [];
-  for (const [name, steps] of groups.image || []) panels.push(imagePanel(label, name, steps));
-  for (const [name, steps] of groups.histogram || []) panels.push(histogramPanel(name, steps));
-  for (const [name, steps] of groups.text || []) panels.push(textPanel(label, name, steps));
-  for (const [name, steps] of groups.audio || []) panels.push(audioPanel(label, name, steps));
-  for (const [name, steps] of groups.table || []) panels.push(tablePanel(label, name, steps));
+  for (const kind of MEDIA_KINDS) {
+    const names = [...new Set(groups.flatMap((g) => [...(g[kind] || new Map()).keys()]))];
+    for (const name of names) {
+      const parts = labels.map((label, i) => groups[i][kind]?.has(name) ? makers[kind](label, name, groups[i][kind].get(name)) : null).filter(Boolean);
+      const card = mediaCard(kind, name, el("div", {class: labels.length > 1 ? "media-runs" : null}, parts.map((p) => p.node)));
+      panels.push({node: card, show(step) {
+        for (const p of parts) p.show(step);
+        card.dataset.step = parts[0].node.dataset.step;
+      }});
+    }
+  }
+  if (labels.length > 1) container.classList.add("several");
   const slider = el("input", {type: "range", id: "media-step", min: 0, max: allSteps.length - 1, step: 1, value: allSteps.length - 1, "aria-label": "media step"});
   const shown = el("output", {id: "media-step-value"});
   const show = () => {
@@ -72,13 +83,18 @@ function mediaCard(kind, name, ...body) {
     el("div", {class: "title"}, el("span", {class: "event"}, kind), " ", name), ...body);
 }
 
+// one run's part of a card: its name shown where the card holds several runs
+function mediaPart(label, ...body) {
+  return el("div", {class: "media-run", "data-run": label}, el("div", {class: "run-name"}, label), ...body);
+}
+
 // --- images -------------------------------------------------------------------------------
 
 function imagePanel(label, name, byStep) {
   const steps = [...byStep.keys()];
   const caption = el("div", {class: "media-step"});
   const frames = el("div", {class: "images"});
-  const node = mediaCard("image", name, caption, frames);
+  const node = mediaPart(label, caption, frames);
   let current = null;
   return {node, show(wanted) {
     const step = nearestStep(steps, wanted);
@@ -152,7 +168,7 @@ function drawDistribution(canvas, hist) {
   });
 }
 
-function histogramPanel(name, byStep) {
+function histogramPanel(label, name, byStep) {
   const hists = histogramsOf(byStep);
   const steps = hists.map((h) => h.step);
   const grid = heatGrid(hists);
@@ -161,7 +177,7 @@ function histogramPanel(name, byStep) {
   const axis = el("div", {class: "media-axis muted"}, `steps ${steps[0]}–${steps[steps.length - 1]} → · values ${fmt(grid.lo)} … ${fmt(grid.hi)} ↑`);
   const caption = el("div", {class: "media-step"});
   const stats = el("div", {class: "muted media-stats"});
-  const node = mediaCard("histogram", name, heat, axis, caption, dist, stats);
+  const node = mediaPart(label, heat, axis, caption, dist, stats);
   return {node, show(wanted) {
     if (!hists.length) { caption.textContent = "no bins"; return; }
     const step = nearestStep(steps, wanted);
@@ -216,7 +232,7 @@ function textPanel(label, name, byStep) {
   const caption = el("div", {class: "media-step"});
   const body = el("div", {class: "texts"});
   const toggle = el("input", {type: "checkbox", class: "diff-toggle"});
-  const node = mediaCard("text", name, el("label", {class: "muted diff-label"}, toggle, " diff to the previous step"), caption, body);
+  const node = mediaPart(label, el("label", {class: "muted diff-label"}, toggle, " diff to the previous step"), caption, body);
   let current = null;
   const render = () => {
     const step = current, i = steps.indexOf(step), before = i > 0 ? byStep.get(steps[i - 1]) : [];
@@ -249,7 +265,7 @@ function audioPanel(label, name, byStep) {
   const steps = [...byStep.keys()];
   const caption = el("div", {class: "media-step"});
   const body = el("div", {});
-  const node = mediaCard("audio", name, caption, body);
+  const node = mediaPart(label, caption, body);
   let current = null;
   return {node, show(wanted) {
     const step = nearestStep(steps, wanted);
@@ -270,7 +286,7 @@ function tablePanel(label, name, byStep) {
   const steps = [...byStep.keys()];
   const caption = el("div", {class: "media-step"});
   const body = el("div", {});
-  const node = mediaCard("table", name, caption, body);
+  const node = mediaPart(label, caption, body);
   let current = null;
   return {node, show(wanted) {
     const step = nearestStep(steps, wanted);
