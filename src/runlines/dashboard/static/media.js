@@ -138,16 +138,23 @@ function heatColor(t) {  // 0 → pale, 1 → deep blue
   return `rgb(${Math.round(246 - 200 * s)}, ${Math.round(247 - 160 * s)}, ${Math.round(249 - 25 * s)})`;
 }
 
+// the cells are painted once, off screen; each slider move copies them and marks its step
 function drawHeatmap(canvas, hists, grid, stepIndex) {
-  const ctx = canvas.getContext("2d");
   const w = canvas.width, h = canvas.height;
-  ctx.clearRect(0, 0, w, h);
   const cw = w / hists.length, rh = h / HEAT_ROWS;
-  grid.cells.forEach((col, x) => col.forEach((v, y) => {
-    if (!v) return;
-    ctx.fillStyle = heatColor(v / grid.max);
-    ctx.fillRect(x * cw, h - (y + 1) * rh, Math.ceil(cw), Math.ceil(rh));
-  }));
+  if (!grid.painted) {
+    grid.painted = document.createElement("canvas");
+    grid.painted.width = w; grid.painted.height = h;
+    const off = grid.painted.getContext("2d");
+    grid.cells.forEach((col, x) => col.forEach((v, y) => {
+      if (!v) return;
+      off.fillStyle = heatColor(v / grid.max);
+      off.fillRect(x * cw, h - (y + 1) * rh, Math.ceil(cw), Math.ceil(rh));
+    }));
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.clearRect(0, 0, w, h);
+  ctx.drawImage(grid.painted, 0, 0);
   ctx.strokeStyle = "#c4321c";
   ctx.lineWidth = 1.5;
   ctx.beginPath();
