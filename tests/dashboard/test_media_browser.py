@@ -192,13 +192,14 @@ def test_a_run_without_media_says_so(serve_dir: Path, server: Server, page: Any)
     expect(page.locator("#media .run-media")).to_have_text("no media")
 
 
-def test_the_diff_page_shows_two_runs_images_side_by_side_at_one_step(
+def test_the_diff_page_shows_two_runs_media_side_by_side_at_one_step(
     serve_dir: Path, server: Server, page: Any, errors: list[str]
 ) -> None:
     for label, steps in (("a", STEPS), ("b", (10, 30))):
         with Run(label, serve_dir, **QUIET) as run:
             for step in steps:
                 run.image("samples", np.full((4, 4, 3), step, dtype=np.uint8), step=step)
+                run.histogram("weights", [float(step)] * 3, step=step, bins=2)
     page.goto(server.url + "#/diff/a/b")
     card = page.locator('#view-diff .media-card[data-kind="image"][data-name="samples"]')
     expect(card.locator(".media-run")).to_have_count(2)
@@ -212,4 +213,14 @@ def test_the_diff_page_shows_two_runs_images_side_by_side_at_one_step(
     expect(card.locator('.media-run[data-run="b"] img')).to_have_attribute(
         "src", re.compile(r"%2F10-[0-9a-f]+\.png$")
     )
+    overlay = page.locator('#view-diff .media-card[data-kind="histogram"] canvas.overlay')
+    expect(overlay).to_have_attribute("data-runs", "2")
+    # a line of each run's colour: a's (step 20) and b's (step 10) distributions, both drawn
+    colours = overlay.evaluate(
+        "c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        " const seen = new Set(); for (let i = 0; i < d.length; i += 4)"
+        " if (d[i + 3] === 255) seen.add(d[i] + ',' + d[i + 1] + ',' + d[i + 2]);"
+        " return seen.size; }"
+    )
+    assert colours >= 2
     assert errors == []

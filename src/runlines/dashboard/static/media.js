@@ -55,10 +55,13 @@ async function showMedia(labels, container) {
     const names = [...new Set(groups.flatMap((g) => [...(g[kind] || new Map()).keys()]))];
     for (const name of names) {
       const parts = labels.map((label, i) => groups[i][kind]?.has(name) ? makers[kind](label, name, groups[i][kind].get(name)) : null).filter(Boolean);
-      const card = mediaCard(kind, name, el("div", {class: labels.length > 1 ? "media-runs" : null}, parts.map((p) => p.node)));
+      // histograms of several runs: their distributions at the step, overlaid, above each run's own
+      const overlay = kind === "histogram" && parts.length > 1 ? el("canvas", {class: "overlay", width: 480, height: 120, "aria-label": `${name} of each run at the chosen step`}) : null;
+      const card = mediaCard(kind, name, overlay, el("div", {class: labels.length > 1 ? "media-runs" : null}, parts.map((p) => p.node)));
       panels.push({node: card, show(step) {
         for (const p of parts) p.show(step);
         card.dataset.step = parts[0].node.dataset.step;
+        if (overlay) drawOverlay(overlay, parts.map((p) => [p.label, p.shown()]).filter(([, h]) => h && Array.isArray(h.edges)));
       }});
     }
   }
@@ -175,6 +178,31 @@ function drawDistribution(canvas, hist) {
   });
 }
 
+// each run's distribution as a line of its colour, on the value range they span together
+function drawOverlay(canvas, shown) {
+  const ctx = canvas.getContext("2d");
+  const w = canvas.width, h = canvas.height;
+  ctx.clearRect(0, 0, w, h);
+  if (!shown.length) return;
+  const lo = Math.min(...shown.map(([, x]) => x.edges[0])), hi = Math.max(...shown.map(([, x]) => x.edges[x.edges.length - 1]));
+  const span = hi > lo ? hi - lo : 1;
+  const top = Math.max(1, ...shown.map(([, x]) => Math.max(...x.counts)));
+  for (const [label, x] of shown) {
+    ctx.strokeStyle = colorOf(label);
+    ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    x.counts.forEach((c, i) => {
+      const y = h - (c / top) * (h - 4);
+      const x0 = ((x.edges[i] - lo) / span) * w, x1 = ((x.edges[i + 1] - lo) / span) * w;
+      if (i === 0) ctx.moveTo(x0, h);
+      ctx.lineTo(x0, y); ctx.lineTo(x1, y);
+    });
+    ctx.lineTo(((x.edges[x.edges.length - 1] - lo) / span) * w, h);
+    ctx.stroke();
+  }
+  canvas.dataset.runs = String(shown.length);
+}
+
 function histogramPanel(label, name, byStep) {
   const hists = histogramsOf(byStep);
   const steps = hists.map((h) => h.step);
@@ -185,10 +213,12 @@ function histogramPanel(label, name, byStep) {
   const caption = el("div", {class: "media-step"});
   const stats = el("div", {class: "muted media-stats"});
   const node = mediaPart(label, heat, axis, caption, dist, stats);
-  return {node, show(wanted) {
+  let shown = null;
+  return {node, label, shown: () => shown, show(wanted) {
     if (!hists.length) { caption.textContent = "no bins"; return; }
     const step = nearestStep(steps, wanted);
     const i = steps.indexOf(step), hist = hists[i];
+    shown = hist;
     drawHeatmap(heat, hists, grid, i);
     drawDistribution(dist, hist);
     node.dataset.step = step;
