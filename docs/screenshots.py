@@ -5,7 +5,9 @@
 It writes a sweep of runs to a temporary folder (one with a NaN loss, one that failed and was
 resumed, and is still running), serves it with `runlines.dashboard.Server`, and saves
 dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file; then writes
-the sweep's `runlines.report` and saves report.png of it, opened from disk.
+the sweep's `runlines.report` and saves report.png of it, opened from disk; and
+dashboard-media.png, the media panel of a run that logged images, histograms, text, audio and a
+table.
 """
 
 from __future__ import annotations
@@ -117,10 +119,14 @@ def _write_sweep(folder: Path, tick: Callable[[float], object]) -> Run:
     return live
 
 
-def _shot(page: Page, name: str) -> None:
-    """Save the whole page as docs/<name>: 128 colours with Pillow, a third the size."""
+def _shot(page: Page, name: str, part: str | None = None) -> None:
+    """Save the whole page (or its *part*, a selector) as docs/<name>: 128 colours with Pillow,
+    a third the size."""
     path = DOCS / name
-    page.screenshot(path=path, full_page=True)
+    if part is None:
+        page.screenshot(path=path, full_page=True)
+    else:
+        page.locator(part).screenshot(path=path)
     try:
         from PIL import Image
     except ImportError:
@@ -152,9 +158,11 @@ def main() -> None:
                 _shot(page, "dashboard-diff.png")
                 _report_shot(page, Path(tmp))
                 browser.close()
+            media_shot()
         finally:
             live.__exit__(None, None, None)
-    print("wrote", ", ".join(f"docs/dashboard-{n}.png" for n in ("runs", "run", "diff")), end="")
+    names = ("runs", "run", "diff", "media")
+    print("wrote", ", ".join(f"docs/dashboard-{n}.png" for n in names), end="")
     print(", docs/report.png")
 
 
@@ -166,6 +174,44 @@ def _report_shot(page: Page, folder: Path) -> None:
     page.click('#runs tr[data-run="sweep-lr0.03"] td[data-key="run"] a')
     expect(page.locator('#details details[data-run="sweep-lr0.03"]')).to_have_attribute("open", "")
     _shot(page, "report.png")
+
+
+def media_shot() -> None:
+    """Log a run's images, histograms, text, audio and a table, and save its page's media panel
+    as dashboard-media.png (`python -c "import screenshots; screenshots.media_shot()"` alone)."""
+    import numpy as np
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:64, 0:64] / 63.0
+    with tempfile.TemporaryDirectory(prefix="runlines-media-") as tmp:
+        quiet = {"stdout": False, "system": False, "capture": False}
+        with Run("vae", tmp, **quiet) as run:
+            for k, step in enumerate(range(100, 2100, 100)):
+                sharp = k / 19  # the samples come into focus as training goes
+                blob = np.exp(-((x - 0.5) ** 2 + (y - 0.5) ** 2) / 0.05)
+                noise = rng.random((64, 64, 3)) * (1 - sharp)
+                pixels = np.clip(blob[..., None] * [0.9, 0.5, 0.2] * sharp + noise, 0, 1)
+                run.image("samples", pixels, step=step, caption=f"z ~ N(0, 1), step {step}")
+                run.histogram("encoder.weight", rng.normal(0, 1.0 / (1 + k / 4), 20_000), step=step)
+                if step % 500 == 0:
+                    sample = f"step {step}: the cat sat on the " + "mat " * k
+                    run.text("completion", sample, step=step)
+                    rows = [{"id": i, "label": i % 3, "p": 0.5} for i in range(64)]
+                    run.table("preds", rows, step=step)
+            tone = np.sin(np.arange(8000) * 2 * np.pi * 440 / 8000).astype(np.float32) * 0.3
+            run.audio("reconstruction", tone, 8000, step=2000)
+        with Server(tmp, port=0) as server, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium)
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.goto(server.url + "#/run/vae")
+            heat = page.locator('.media-card[data-kind="histogram"] canvas.heatmap')
+            expect(heat).to_have_attribute("data-drawn", "20")
+            page.locator("#media-step").fill("13")  # step 1400: the text is at its nearest, 1500
+            page.locator("#media img").first.scroll_into_view_if_needed()
+            page.wait_for_function("document.querySelector('#media img').complete")
+            _shot(page, "dashboard-media.png", "#media")
+            browser.close()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from runlines.reading._rules import json_ready as jsonable
 _STATIC_FILES: Final = (
     "index.html",
     "app.js",
+    "media.js",
     "app.css",
     "vendor/uPlot.iife.min.js",
     "vendor/uPlot.min.css",
@@ -36,6 +37,7 @@ _STATIC_FILES: Final = (
 )
 REQUEST_READ_BYTES: Final = 1 << 20  # the most a request reads of one file
 SEND_BLOCK_BYTES: Final = 64 << 10  # a file is sent in blocks: memory stays bounded
+TABLE_PAGE_ROWS: Final = 500  # the most rows /api/table answers at once
 MAX_CONNECTIONS: Final = 64  # open at once, well below any limit on descriptors
 IDLE_TIMEOUT_S: Final = 5.0  # a connection silent this long (no request, or not reading) ends
 DIFF_RTOL: Final = 1e-5  # runlines.diff's defaults
@@ -237,6 +239,8 @@ class Handler(BaseHTTPRequestHandler):
             return _static(name), kind, {"Cache-Control": "no-cache"}
         if path == "/api/artifact":
             return self._artifact(query)
+        if path == "/api/table":
+            return self._table(query)
         if path == "/api/diff":
             return self._diff(query)
         api = _API.get(path)
@@ -259,6 +263,26 @@ class Handler(BaseHTTPRequestHandler):
 
     def _artifact(self, query: Mapping[str, str]) -> tuple[Path, str, dict[str, str]]:
         """Answer an artifact file the run registered: sent in blocks, never read whole."""
+        target, wanted = self._registered_file(query)
+        kind = _IMAGE_TYPES.get(target.suffix.lower())
+        headers = {"Cache-Control": "no-cache"}
+        if kind is None:
+            kind = "application/octet-stream"
+            headers["Content-Disposition"] = f'attachment; filename="{Path(wanted).name}"'
+        return target, kind, headers
+
+    def _table(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+        """Answer a page of a table record's Parquet file: ?offset= (0) and ?limit= (50, at
+        most TABLE_PAGE_ROWS) rows, read from the row groups that hold them only."""
+        target, wanted = self._registered_file(query, event="table")
+        offset, limit = _count(query, "offset", 0), _count(query, "limit", 50)
+        page = _table_page(target, offset, min(max(limit, 1), TABLE_PAGE_ROWS))
+        return dumps(jsonable({"path": wanted, **page})), "application/json", {}
+
+    def _registered_file(
+        self, query: Mapping[str, str], event: str | None = None
+    ) -> tuple[Path, str]:
+        """The file ?path= names, when a record of the run (of *event*, if given) points to it."""
         store = self.server.store
         with store.serving():
             store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
@@ -267,24 +291,21 @@ class Handler(BaseHTTPRequestHandler):
             if "\x00" in wanted:
                 msg = f"?path= holds a NUL byte, which no file name has: {wanted!r}"
                 raise ApiError(HTTPStatus.BAD_REQUEST, msg)
+            records = (*run.artifacts, *run.media) if event is None else run.media
             known = {
                 a.get("path")
-                for a in (*run.artifacts, *run.media)
-                if isinstance(a.get("path"), str)
+                for a in records
+                if isinstance(a.get("path"), str) and event in (None, a.get("event"))
             }
         if wanted not in known:  # only files the run's own artifact and media records name
-            msg = f"run {run.label!r} has no artifact {wanted!r}; see /api/run?run=..."
+            what = "artifact" if event is None else f"{event} record's file"
+            msg = f"run {run.label!r} has no {what} {wanted!r}; see /api/media?run=..."
             raise ApiError(HTTPStatus.NOT_FOUND, msg)
         target = run.path.parent / wanted
         if not store.allowed(target) or not target.is_file():
             msg = f"artifact {wanted!r} is not a file inside the served folders"
             raise ApiError(HTTPStatus.FORBIDDEN, msg)
-        kind = _IMAGE_TYPES.get(target.suffix.lower())
-        headers = {"Cache-Control": "no-cache"}
-        if kind is None:
-            kind = "application/octet-stream"
-            headers["Content-Disposition"] = f'attachment; filename="{Path(wanted).name}"'
-        return target, kind, headers
+        return target, wanted
 
     def _diff(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
         """Answer `runlines.diff` of two runs, read outside the store's lock.
@@ -551,6 +572,53 @@ def _media(store: RunStore, query: Mapping[str, str], now: float) -> Any:
         and (name is None or record.get("name") == name)
     ]
     return jsonable({"run": run.label, "media": found})
+
+
+def _count(query: Mapping[str, str], key: str, default: int) -> int:
+    text = query.get(key)
+    if text is None:
+        return default
+    if not text.isdigit():
+        msg = f"?{key}= must be a whole number of rows, 0 or more; got {text!r}"
+        raise ApiError(HTTPStatus.BAD_REQUEST, msg)
+    return int(text)
+
+
+def _table_page(path: Path, offset: int, limit: int) -> dict[str, Any]:
+    """Rows [offset, offset + limit) of a Parquet file, streamed in batches (buffered reads)
+    from the first row group holding them, and no further than the page's last row."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as err:
+        msg = f"reading a table needs pyarrow: pip install 'runlines[media]' ({err})"
+        raise ApiError(HTTPStatus.NOT_IMPLEMENTED, msg) from None
+    try:
+        with pq.ParquetFile(path, buffer_size=1 << 16) as parquet:
+            meta = parquet.metadata
+            groups, start, first = [], 0, None
+            for i in range(meta.num_row_groups):
+                rows = meta.row_group(i).num_rows
+                if start + rows > offset and start < offset + limit:
+                    groups.append(i)
+                    first = start if first is None else first
+                start += rows
+            columns = parquet.schema_arrow.names
+            if not groups:
+                return {"columns": columns, "total": meta.num_rows, "offset": offset, "rows": []}
+            skip, rows = offset - (first or 0), []
+            for batch in parquet.iter_batches(batch_size=min(limit, 1024), row_groups=groups):
+                if skip >= batch.num_rows:
+                    skip -= batch.num_rows
+                    continue
+                part = batch.slice(skip, limit - len(rows))
+                skip = 0
+                rows.extend(list(r.values()) for r in part.to_pylist())
+                if len(rows) >= limit:
+                    break
+    except (OSError, ValueError) as err:  # pyarrow's errors are OSError and ValueError kin
+        msg = f"table {path.name!r} cannot be read as Parquet ({err}); it may be damaged"
+        raise ApiError(HTTPStatus.UNPROCESSABLE_ENTITY, msg) from None
+    return {"columns": columns, "total": meta.num_rows, "offset": offset, "rows": rows}
 
 
 def _artifact_entry(run: RunState, record: Mapping[str, Any]) -> dict[str, Any]:

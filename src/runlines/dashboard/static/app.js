@@ -732,6 +732,7 @@ async function showRun(label) {
     el("h3", {}, `attempt ${a.attempt}: ${a.exc_type || "failed"}${a.exc_message ? ": " + a.exc_message : ""}`),
     el("pre", {class: "trace"}, a.traceback || `${a.exc_type}: ${a.exc_message || ""}`)));
   const charts = el("div", {class: "run-charts"});
+  const media = el("div", {class: "run-media"}, el("p", {class: "muted"}, "loading…"));
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, label), el("div", {class: "muted"}, d.path, " · ",
       el("span", {class: "badge " + d.row.status}, d.row.status), ` · ${d.row.attempts} attempt(s) · step ${fmt(d.row.step)} · ${fmtDuration(d.row.duration_s)}`,
@@ -745,7 +746,9 @@ async function showRun(label) {
     el("div", {class: "grid2"},
       el("div", {class: "panel"}, el("h2", {}, "Spans"), spans),
       el("div", {class: "panel"}, el("h2", {}, "Ranks"), ranks)),
+    el("div", {class: "panel", id: "media"}, el("h2", {}, "Media"), media),
     el("div", {class: "panel"}, el("h2", {}, "Artifacts"), artifacts));
+  showMedia(label, media);  // static/media.js
   for (const c of runBoard?.charts.values() || []) c.plot?.destroy();
   runBoard = newBoard(charts, () => [label], false);
   colorOf(label);
@@ -793,6 +796,7 @@ async function showDiff(a, b) {
     ...Object.entries(d.changed).map(([k, [x, y]]) => [el("span", {class: "changed"}, "~ " + k), fmt(x), fmt(y)]),
   ];
   const environment = Object.entries(d.environment).map(([k, [x, y]]) => [k, fmt(x), fmt(y)]);
+  const media = el("div", {class: "run-media"}, el("p", {class: "muted"}, "loading…"));
   const metrics = d.metrics.map((m) => [m.event + "." + m.field,
     m.agrees ? el("span", {class: "added"}, `agree up to step ${fmt(m.last_shared_step)}`) : el("span", {class: "changed"}, `differ from step ${fmt(m.step)}${where(m.where)}`),
     m.agrees ? "" : fmt(m.a), m.agrees ? "" : fmt(m.b)]);
@@ -800,7 +804,9 @@ async function showDiff(a, b) {
     el("div", {class: "panel"}, el("h1", {}, `${a} ↔ ${b}`)),
     el("div", {class: "panel"}, el("h2", {}, "Config"), config.length ? grid(["key", a, b], config) : el("p", {class: "muted"}, "same config")),
     el("div", {class: "panel"}, el("h2", {}, "Environment"), environment.length ? grid(["key", a, b], environment) : el("p", {class: "muted"}, "same environment, as far as both recorded it")),
-    el("div", {class: "panel"}, el("h2", {}, "Metrics"), metrics.length ? grid(["metric", "", a, b], metrics) : el("p", {class: "muted"}, "no (event, field) logged by both at the same steps")));
+    el("div", {class: "panel"}, el("h2", {}, "Metrics"), metrics.length ? grid(["metric", "", a, b], metrics) : el("p", {class: "muted"}, "no (event, field) logged by both at the same steps")),
+    el("div", {class: "panel", id: "media"}, el("h2", {}, "Media"), media));
+  showMedia([a, b], media);  // static/media.js: both runs side by side at one step
 }
 
 // --- routing ------------------------------------------------------------------------------
