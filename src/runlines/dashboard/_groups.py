@@ -7,7 +7,6 @@ of the mean survives.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -17,27 +16,26 @@ from runlines.dashboard._series import MAX_BUCKETS, Series
 STATS: Final = ("n", "mean", "std", "min", "max")
 
 
-def _value(cell: Any) -> float | None:
-    """Return a frame's cell as a float; None where it holds no value (pd.NA)."""
-    try:
-        value = float(cell)
-    except (TypeError, ValueError):
-        return None
-    return value
+def _column(frame: Any, column: Any) -> Any:
+    """Return a frame's column as floats, NaN where it holds no value (pd.NA)."""
+    import numpy as np
+
+    return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _kept_rows(xs: Sequence[float], ys: Sequence[float | None]) -> list[int]:
+def _kept_rows(xs: Any, ys: Any) -> Any:
     """Return the rows the min/max buckets keep of the line (xs, ys), in x order."""
+    import numpy as np
+
     series = Series(MAX_BUCKETS)
-    for row, (x, y) in enumerate(zip(xs, ys, strict=True)):
-        if y is not None and math.isfinite(y):
-            series.add(x, float(row), y)
-    return [int(row) for row in series.points()["ts"]]
+    rows = np.flatnonzero(np.isfinite(ys))
+    series.extend(ys[rows], rows, lambda row: (float(xs[row]), float(row), float(ys[row])))
+    return np.asarray(series.points()["ts"], dtype=np.int64)
 
 
-def _line(frame: Any, column: Any) -> tuple[list[float], list[float | None]]:
-    xs = [float(x) for x in frame.index]
-    return xs, [_value(v) for v in frame[column].tolist()]
+def _listed(values: Any) -> list[float | None]:
+    """Return floats as JSON values: None for NaN (no value, or a logged NaN)."""
+    return [None if v != v else v for v in values.tolist()]
 
 
 def grouped(
@@ -53,6 +51,8 @@ def grouped(
 
     *paths* maps a run's dashboard label to its log; the answer names runs by those labels.
     """
+    import numpy as np
+
     from runlines.reading import compare
 
     labels = {str(Path(path).resolve()): label for label, path in paths.items()}
@@ -61,28 +61,29 @@ def grouped(
     if group_by:
         table = compare(*sources, metric=metric, x=x, event=event, group_by=group_by)
         answer["group_by"] = list(table.attrs.get("group_by", []))
+        xs = table.index.to_numpy(dtype=np.float64)
         for group in dict.fromkeys(table.columns.get_level_values(0)):
-            xs, means = _line(table, (group, "mean"))
-            rows = _kept_rows(xs, means)
-            entry: dict[str, Any] = {"group": group, "x": [xs[r] for r in rows]}
+            rows = _kept_rows(xs, _column(table, (group, "mean")))
+            entry: dict[str, Any] = {"group": group, "x": xs[rows].tolist()}
             for stat in STATS:
-                values = _line(table, (group, stat))[1]
-                entry[stat] = [values[r] for r in rows]
-            entry["count"] = len(xs)
+                entry[stat] = _listed(_column(table, (group, stat))[rows])
+            logged = table[(group, "n")].to_numpy(dtype=np.float64, na_value=0.0)
+            entry["count"] = int(np.count_nonzero(logged))  # the x values the group has
             answer["groups"].append(entry)
     if with_runs:
         names = _run_names(sources)
         table = compare(*sources, metric=metric, x=x, event=event)
+        xs = table.index.to_numpy(dtype=np.float64)
         for column in table.columns:
-            xs, ys = _line(table, column)
+            ys = _column(table, column)
             rows = _kept_rows(xs, ys)
             run, _, shown_event = str(column).partition(" · ")
             label = labels.get(names.get(run, ""), run)
             answer["runs"].append(
                 {
                     "run": label + (f" · {shown_event}" if shown_event else ""),
-                    "x": [xs[r] for r in rows],
-                    "y": [ys[r] for r in rows],
+                    "x": xs[rows].tolist(),
+                    "y": _listed(ys[rows]),
                 }
             )
     return answer
