@@ -487,6 +487,9 @@ def test_group_by_draws_a_band_per_group_and_the_url_round_trips(
     expect(chart).to_have_attribute("data-bands", "2")  # the two lr of the selected runs
     expect(chart.locator(".u-legend .u-series th")).to_contain_text(["lr=0.01", "lr=0.1"])
     expect(page.locator("#charts")).to_be_hidden()
+    box = chart.locator(".u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(chart.locator(".u-legend")).to_contain_text(re.compile(r"\(n=2\)"))  # two seeds each
     page.select_option("#x-axis", "field:tokens")
     page.check("#log-x")
     page.select_option("#band", "minmax")
