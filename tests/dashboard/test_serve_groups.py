@@ -80,3 +80,20 @@ def test_groups_needs_a_field(tmp_path: Path, query: str) -> None:
         status, _, body = Client(server).request("/api/groups?" + query)
     assert status == 400
     assert b"?field=" in body
+
+
+def test_groups_x_of_a_field_logged_on_some_records(tmp_path: Path) -> None:
+    root = tmp_path / "some"
+    for seed in range(2):
+        with Run(f"s{seed}", root, stdout=False, config={"seed": seed, "lr": 1}) as run:
+            for step in range(1, 7):
+                run.log("train_step", step=step, loss=float(step + seed))
+                if step % 2 == 0:  # tokens only on every other step, in another event
+                    run.log("progress", step=step, tokens=step * 100)
+    expected = runlines.compare(root, metric="loss", x="tokens", group_by=["lr"])
+    with Server(root, port=0) as server:
+        answer = Client(server).json("/api/groups?event=train_step&field=loss&x=tokens&group_by=lr")
+    (group,) = answer["groups"]
+    assert group["x"] == [200.0, 400.0, 600.0] == [float(x) for x in expected.index]
+    assert group["mean"] == [2.5, 4.5, 6.5]
+    assert group["n"] == [2, 2, 2]
