@@ -459,3 +459,60 @@ def test_the_page_states_the_status_attempts_duration_and_values_runs_gives(
             assert cells[column] == _as_shown(row[column]), (row["run"], column)
     assert shown["nan"]["train_step.loss"] == "NaN"
     assert errors == []
+
+
+def _lr_sweep(root: Path) -> None:
+    """Three learning rates, two seeds each, with tokens on every record."""
+    for lr in (0.1, 0.01, 0.001):
+        for seed in range(2):
+            config = {"lr": lr, "seed": seed}
+            with Run(f"lr{lr}-s{seed}", root, stdout=False, config=config) as run:
+                for step in range(1, 8):
+                    run.log("train_step", step=step, tokens=step * 64, loss=lr / step + seed)
+
+
+def test_group_by_draws_a_band_per_group_and_the_url_round_trips(
+    serve_dir: Path, server: Server, page: Any, browser: Any, errors: list[str]
+) -> None:
+    _lr_sweep(serve_dir)
+    page.goto(server.url)
+    expect(page.locator("#runs tbody tr")).to_have_count(6)
+    page.click("#select-none")
+    for run in ("lr0.1-s0", "lr0.1-s1", "lr0.01-s0", "lr0.01-s1"):
+        page.check(f'#runs tr[data-run="{run}"] input')
+    expect(_chart(page, "train_step", "loss")).to_be_visible()
+
+    page.select_option("#group-by", "lr")
+    chart = _chart(page, "train_step", "loss", "#group-charts")
+    expect(chart).to_have_attribute("data-bands", "2")  # the two lr of the selected runs
+    expect(chart.locator(".u-legend .u-series th")).to_contain_text(["lr=0.01", "lr=0.1"])
+    expect(page.locator("#charts")).to_be_hidden()
+    box = chart.locator(".u-over").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    expect(chart.locator(".u-legend")).to_contain_text(re.compile(r"\(n=2\)"))  # two seeds each
+    page.select_option("#x-axis", "field:tokens")
+    page.check("#log-x")
+    page.select_option("#band", "minmax")
+    page.check("#faint")
+    expect(chart).to_have_attribute("data-x", "tokens")
+    expect(chart).to_have_attribute("data-axes", "true|false|minmax")
+    expect(chart).to_have_attribute("data-runs", "4")  # faintly, behind the bands
+
+    url = page.url
+    for kept in ("group=lr", "x=tokens", "logx=1", "band=minmax", "faint=1", "run=lr0.1-s0"):
+        assert kept in url
+    again = browser.new_page()
+    again.set_default_timeout(WAIT_MS)
+    again.on("pageerror", lambda err: errors.append(str(err)))
+    again.goto(url)
+    reopened = _chart(again, "train_step", "loss", "#group-charts")
+    expect(reopened).to_have_attribute("data-bands", "2")
+    expect(reopened).to_have_attribute("data-x", "tokens")
+    expect(reopened).to_have_attribute("data-axes", "true|false|minmax")
+    expect(reopened).to_have_attribute("data-runs", "4")
+    expect(again.locator("#group-by")).to_have_value("lr")
+    expect(again.locator("#x-axis")).to_have_value("field:tokens")
+    expect(again.locator("#runs tr.selected")).to_have_count(4)
+    assert again.url == url
+    again.close()
+    assert errors == []

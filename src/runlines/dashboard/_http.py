@@ -30,6 +30,7 @@ _STATIC_FILES: Final = (
     "index.html",
     "app.js",
     "media.js",
+    "groups.js",
     "app.css",
     "vendor/uPlot.iife.min.js",
     "vendor/uPlot.min.css",
@@ -243,6 +244,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._table(query)
         if path == "/api/diff":
             return self._diff(query)
+        if path == "/api/groups":
+            return self._groups(query)
         api = _API.get(path)
         if api is None:
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page: {path}; see docs/dashboard.md")
@@ -333,6 +336,35 @@ class Handler(BaseHTTPRequestHandler):
         except ImportError as err:
             raise ApiError(HTTPStatus.INTERNAL_SERVER_ERROR, str(err)) from err
         return dumps(found.to_dict()), "application/json", {"Cache-Control": "no-store"}
+
+    def _groups(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+        """Answer groups of runs (docs/dashboard.md), read whole outside the store's lock.
+
+        ?field= is the metric, ?event= its event, ?x= the x field (step), ?group_by= config
+        keys, comma-separated, or auto; ?runs= the run labels (all), ?with_runs=1 each run's line.
+        """
+        from runlines.dashboard._groups import grouped
+
+        store = self.server.store
+        metric = _param(query, "field")
+        keys = [k for k in query.get("group_by", "").split(",") if k]
+        group_by: str | list[str] = "auto" if keys == ["auto"] else keys
+        with store.serving():
+            store.refresh(None, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            wanted = [r for r in query.get("runs", "").split(",") if r] or list(store.runs)
+            paths = {label: _run(store, {"run": label}).path for label in wanted}
+        try:
+            found = grouped(
+                paths,
+                metric=metric,
+                event=query.get("event") or None,
+                x=query.get("x") or "step",
+                group_by=group_by,
+                with_runs=query.get("with_runs") == "1",
+            )
+        except (ValueError, KeyError) as err:  # an unknown x field or config key
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{err}; see docs/dashboard.md") from err
+        return dumps(jsonable(found)), "application/json", {"Cache-Control": "no-store"}
 
     def _send(
         self,

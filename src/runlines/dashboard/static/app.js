@@ -512,7 +512,8 @@ function plotOptions(board, width, runs, marks, info) {
 }
 
 function renderCharts() {
-  renderBoard(mainBoard);
+  // groups.js draws the runs page's charts when grouped, on a field's x axis or on log x
+  if (typeof groupView === "undefined" || !groupView.renderMain()) renderBoard(mainBoard);
   if (runBoard && currentView() === "run") renderBoard(runBoard);
 }
 
@@ -628,7 +629,9 @@ async function poll() {
     if (state.firstLoad) {
       state.firstLoad = false;
       const recent = [...state.runs].sort((a, b) => String(b.started).localeCompare(String(a.started)));
-      for (const row of recent.slice(0, SELECT_LIMIT)) state.selected.add(row.run);
+      const linked = typeof groupView === "undefined" ? [] : groupView.runsOfUrl();  // ?run= of a shared link
+      if (linked.length) for (const run of linked) state.selected.add(run);
+      else for (const row of recent.slice(0, SELECT_LIMIT)) state.selected.add(row.run);
     } else {
       // a run that started while the page is open is drawn: when following, or while there is room
       const follow = document.getElementById("follow").checked;
@@ -646,7 +649,7 @@ async function poll() {
     if (currentView() === "runs") {
       renderTableIfIdle();
       const changed = await Promise.all(mainBoard.runs().map((run) => fetchSeries(run).catch(() => false)));
-      if (changed.some(Boolean) || mainBoard.charts.size === 0) renderBoard(mainBoard);
+      if (changed.some(Boolean) || mainBoard.charts.size === 0) renderCharts();
     } else if (currentView() === "run" && runBoard) {
       const changed = await Promise.all(runBoard.runs().map((run) => fetchSeries(run).catch(() => false)));
       if (changed.some(Boolean) || runBoard.charts.size === 0) renderBoard(runBoard);

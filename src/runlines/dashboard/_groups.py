@@ -1,0 +1,100 @@
+"""Groups of runs for the charts: each group's mean and spread per x, from every record.
+
+The statistics are `runlines.compare(group_by=...)`'s, read from the full-resolution logs;
+only then is each line downsampled, with the charts' min/max buckets (`Series`), so a spike
+of the mean survives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from runlines.dashboard._series import MAX_BUCKETS, Series
+
+STATS: Final = ("n", "mean", "std", "min", "max")
+
+
+def _column(frame: Any, column: Any) -> Any:
+    """Return a frame's column as floats, NaN where it holds no value (pd.NA)."""
+    import numpy as np
+
+    return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _kept_rows(xs: Any, ys: Any) -> Any:
+    """Return the rows the min/max buckets keep of the line (xs, ys), in x order."""
+    import numpy as np
+
+    series = Series(MAX_BUCKETS)
+    rows = np.flatnonzero(np.isfinite(ys))
+    series.extend(ys[rows], rows, lambda row: (float(xs[row]), float(row), float(ys[row])))
+    return np.asarray(series.points()["ts"], dtype=np.int64)
+
+
+def _listed(values: Any) -> list[float | None]:
+    """Return floats as JSON values: None for NaN (no value, or a logged NaN)."""
+    return [None if v != v else v for v in values.tolist()]
+
+
+def grouped(
+    paths: Mapping[str, Any],
+    *,
+    metric: str,
+    event: str | None,
+    x: str,
+    group_by: str | list[str],
+    with_runs: bool,
+) -> dict[str, Any]:
+    """Return each group's downsampled (x, n, mean, std, min, max), and each run's line.
+
+    *paths* maps a run's dashboard label to its log; the answer names runs by those labels.
+    """
+    import numpy as np
+
+    from runlines.reading import compare
+
+    labels = {str(Path(path).resolve()): label for label, path in paths.items()}
+    sources = list(paths.values())
+    answer: dict[str, Any] = {"x": x, "metric": metric, "event": event, "groups": [], "runs": []}
+    if group_by:
+        table = compare(*sources, metric=metric, x=x, event=event, group_by=group_by)
+        answer["group_by"] = list(table.attrs.get("group_by", []))
+        xs = table.index.to_numpy(dtype=np.float64)
+        for group in dict.fromkeys(table.columns.get_level_values(0)):
+            rows = _kept_rows(xs, _column(table, (group, "mean")))
+            entry: dict[str, Any] = {"group": group, "x": xs[rows].tolist()}
+            for stat in STATS:
+                entry[stat] = _listed(_column(table, (group, stat))[rows])
+            logged = table[(group, "n")].to_numpy(dtype=np.float64, na_value=0.0)
+            entry["count"] = int(np.count_nonzero(logged))  # the x values the group has
+            answer["groups"].append(entry)
+    if with_runs:
+        names = _run_names(sources)
+        table = compare(*sources, metric=metric, x=x, event=event)
+        xs = table.index.to_numpy(dtype=np.float64)
+        for column in table.columns:
+            ys = _column(table, column)
+            rows = _kept_rows(xs, ys)
+            run, _, shown_event = str(column).partition(" · ")
+            label = labels.get(names.get(run, ""), run)
+            answer["runs"].append(
+                {
+                    "run": label + (f" · {shown_event}" if shown_event else ""),
+                    "x": xs[rows].tolist(),
+                    "y": _listed(ys[rows]),
+                }
+            )
+    return answer
+
+
+def _run_names(sources: Sequence[Any]) -> dict[str, str]:
+    """Map the name `compare` gives each run to its log's path."""
+    from runlines.reading import runs
+
+    table = runs(*sources)
+    if "path" not in table.columns:
+        return {}
+    pairs = zip(table["run"], table["path"], strict=True)
+    return {str(name): str(Path(path).resolve()) for name, path in pairs}
