@@ -39,6 +39,7 @@ def test_each_command_runs_in_a_module_of_its_own() -> None:
         "untag": "runlines.cli._tag",
         "note": "runlines.cli._tag",
         "report": "runlines.cli._report",
+        "import": "runlines.cli._import",
     }
 
 

@@ -29,6 +29,7 @@ COMMAND_GROUPS: list[str] = [
     "runlines.cli._serve",
     "runlines.cli._tag",
     "runlines.cli._report",
+    "runlines.cli._import",
 ]
 
 
