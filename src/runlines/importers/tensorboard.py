@@ -175,14 +175,17 @@ class _Converter:
         self.artifacts = _layout.artifacts_dir(stage / f"{name}.jsonl")
         self.result = result
         self.config: dict[str, Any] = {}
+        self.initial: dict[str, Any] = {}  # tag -> its first metadata, as EventFileLoader keeps
         self.first_ts: float | None = None
         self.last_ts: float | None = None
 
     def convert_file(self, path: Path, sink: BinaryIO) -> None:
+        from tensorboard import data_compat, dataclass_compat
         from tensorboard.compat.tensorflow_stub import errors
 
-        encode = _encoding.encode_line_safe
-        count = 0
+        fast, careful = _encoding.encode_line, _encoding.encode_line_safe
+        name, count, initial = self.name, 0, self.initial
+        keys: dict[str, tuple[str, str]] = {}  # tag -> (event, field)
         try:
             for event in _events(path):
                 ts = event.wall_time
@@ -192,13 +195,27 @@ class _Converter:
                     self.last_ts = ts
                 if not event.HasField("summary"):
                     continue
-                for value in event.summary.value:
-                    record = self._record(value, event.step)
-                    if record is None:
-                        continue
-                    for kind, fields in record if isinstance(record, list) else [record]:
-                        sink.write(encode({"ts": ts, "event": kind, "run": self.name, **fields}))
+                values = event.summary.value
+                if all(v.WhichOneof("value") == "simple_value" for v in values):
+                    # a scalar of the legacy kind (torch's add_scalar): what the compat layers
+                    # would turn into a float32 tensor of the `scalars` plugin, read as it is
+                    for value in values:
+                        tag = value.tag
+                        key = keys.get(tag)
+                        if key is None:
+                            key = keys[tag] = split_key(tag)
+                        kind, field = key
+                        record = {"ts": ts, "event": kind, "run": name, "step": event.step}
+                        record[field] = value.simple_value
+                        sink.write(fast(record))
                         count += 1
+                    continue
+                migrated = dataclass_compat.migrate_event(data_compat.migrate_event(event), initial)
+                for one in migrated:
+                    for value in one.summary.value:
+                        for kind, fields in self._record(value, one.step):
+                            sink.write(careful({"ts": ts, "event": kind, "run": name, **fields}))
+                            count += 1
         except errors.DataLossError as err:
             msg = (
                 f"{path} is corrupted after {count} records ({err.message}); nothing was "
@@ -207,8 +224,8 @@ class _Converter:
             raise TensorBoardImportError(msg) from err
         self.result.records += count
 
-    def _record(self, value: Any, step: int) -> _Record | list[_Record] | None:
-        """The (event, fields) of one summary value, or None: nothing to write."""
+    def _record(self, value: Any, step: int) -> list[_Record]:
+        """The (event, fields) records of one summary value (none: nothing to write)."""
         from tensorboard.util import tensor_util
 
         plugin = value.metadata.plugin_data.plugin_name
@@ -216,31 +233,31 @@ class _Converter:
         if plugin == "scalars":
             number = tensor_util.make_ndarray(value.tensor).item()
             event, name = split_key(tag)
-            return event, {"step": step, name: number}
+            return [(event, {"step": step, name: number})]
         if plugin == "histograms":
             return self._histogram(tag, tensor_util.make_ndarray(value.tensor), step)
         if plugin == "images":
             return self._images(tag, list(value.tensor.string_val), step)
         if plugin == "text":
-            return self._text(tag, tensor_util.make_ndarray(value.tensor), step)
+            return [self._text(tag, tensor_util.make_ndarray(value.tensor), step)]
         if plugin == "hparams":
             self._hparams(value)
-            return None
+            return []
         key = plugin or "(no plugin)"
         self.result.skipped[key] = self.result.skipped.get(key, 0) + 1
-        return None
+        return []
 
-    def _histogram(self, tag: str, buckets: Any, step: int) -> _Record | None:
+    def _histogram(self, tag: str, buckets: Any, step: int) -> list[_Record]:
         from runlines import _media
 
         if buckets.ndim != 2 or len(buckets) == 0:
-            return None  # an empty histogram: no bins to write
+            return []  # an empty histogram: no bins to write
         edges = [float(x) for x in buckets[:, 0]] + [float(buckets[-1, 1])]
         counts = [round(float(x)) for x in buckets[:, 2]]
         if edges[0] == edges[-1]:  # all values equal: TensorBoard's one bucket of width 0
             edges[-1] = edges[0] + 1.0
         record = _media.histogram_record(_media_name(tag), (counts, edges), step=step)
-        return _layout.HISTOGRAM, record
+        return [(_layout.HISTOGRAM, record)]
 
     def _images(self, tag: str, parts: list[bytes], step: int) -> list[_Record]:
         from runlines import _media
@@ -281,19 +298,17 @@ class _Converter:
 
 
 def _events(path: Path) -> Iterator[Any]:
-    """Yield the events of *path* as `EventFileLoader` does, raising on a corrupted record.
+    """Yield the events of *path* as `LegacyEventFileLoader` does, raising on a bad record.
 
-    `EventFileLoader` stops quietly at a bad record (a live file may be mid-write); an import
-    must not, so this reads with the same record reader and the same compat layers.
+    The loader stops quietly at a bad record (a live file may be mid-write); an import must
+    not, so this reads with the loader's own record reader, then parses each Event as it does.
     """
-    from tensorboard import data_compat, dataclass_compat
     from tensorboard.backend.event_processing import event_file_loader
     from tensorboard.compat.proto import event_pb2
 
-    initial: dict[str, Any] = {}
+    parse = event_pb2.Event.FromString
     for raw in event_file_loader._make_tf_record_iterator(str(path)):
-        event = data_compat.migrate_event(event_pb2.Event.FromString(raw))
-        yield from dataclass_compat.migrate_event(event, initial)
+        yield parse(raw)
 
 
 # -- helpers ---------------------------------------------------------------------------------
