@@ -138,13 +138,22 @@ def test_a_folder_without_event_files_is_a_clear_error(
     assert not (tmp_path / "r").exists() or list((tmp_path / "r").iterdir()) == []
 
 
-def test_a_corrupted_event_file_imports_nothing_not_even_the_good_runs(tmp_path: Path) -> None:
+def flip_a_byte(data: bytes) -> bytes:
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0xFF  # a crc fails
+    return bytes(flipped)
+
+
+@pytest.mark.parametrize(
+    "damage", [flip_a_byte, lambda data: data[:-3]], ids=["flipped-byte", "truncated"]
+)
+def test_a_corrupted_event_file_imports_nothing_not_even_the_good_runs(
+    tmp_path: Path, damage: Any
+) -> None:
     write_run(tmp_path / "tb" / "a_good")
     write_run(tmp_path / "tb" / "b_bad")
     (events,) = (tmp_path / "tb" / "b_bad").glob("*tfevents*")
-    data = bytearray(events.read_bytes())
-    data[len(data) // 2] ^= 0xFF  # one flipped byte: a crc fails
-    events.write_bytes(bytes(data))
+    events.write_bytes(damage(events.read_bytes()))
 
     with pytest.raises(TensorBoardImportError, match=r"b_bad.*is corrupted after \d+ records"):
         import_tensorboard(tmp_path / "tb", tmp_path / "runs")
