@@ -173,3 +173,32 @@ def test_the_scalars_agree_with_event_accumulators(tmp_path: Path) -> None:
     theirs = [(e.wall_time, e.step, e.value) for e in accumulator.Scalars("train/loss")]
     ours = [(r["ts"], r["step"], r["loss"]) for r in records(result.path, "train")]
     assert ours == theirs
+
+
+def test_the_import_of_torchs_writer_gives_the_scalars_of_the_drop_in(tmp_path: Path) -> None:
+    from runlines.compat.tensorboard import SummaryWriter as DropIn
+
+    def train(writer: Any) -> None:
+        for step in range(4):
+            writer.add_scalar("train/loss", 1.0 / (step + 1), step)
+            writer.add_scalar("eval/acc", step / 4, step)
+        writer.close()
+
+    train(SummaryWriter(str(tmp_path / "tb" / "real")))
+    train(DropIn(tmp_path / "dropin"))
+    (result,) = import_tensorboard(tmp_path / "tb", tmp_path / "runs")
+
+    def scalars(path: Path) -> list[tuple[str, int, str, float]]:
+        found = [
+            (r["event"], r["step"], key, value)
+            for r in iter_events(path)
+            if r["event"] in ("train", "eval")
+            for key, value in r.items()
+            if key not in ("ts", "event", "run", "step")
+        ]
+        return sorted(found)
+
+    imported, dropped_in = scalars(result.path), scalars(tmp_path / "dropin" / "dropin.jsonl")
+    assert [row[:3] for row in imported] == [row[:3] for row in dropped_in]
+    assert len(imported) == 8
+    assert [row[3] for row in imported] == pytest.approx([row[3] for row in dropped_in], rel=1e-6)
