@@ -202,3 +202,16 @@ def test_the_import_of_torchs_writer_gives_the_scalars_of_the_drop_in(tmp_path: 
     assert [row[:3] for row in imported] == [row[:3] for row in dropped_in]
     assert len(imported) == 8
     assert [row[3] for row in imported] == pytest.approx([row[3] for row in dropped_in], rel=1e-6)
+
+
+def test_a_left_over_artifacts_folder_is_an_error_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    write_run(tmp_path / "tb" / "a_first")
+    write_run(tmp_path / "tb" / "b_second")
+    (tmp_path / "runs" / "b_second.artifacts").mkdir(parents=True)
+
+    with pytest.raises(TensorBoardImportError, match="exists without its log"):
+        import_tensorboard(tmp_path / "tb", tmp_path / "runs")
+
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["b_second.artifacts"]

@@ -100,6 +100,12 @@ def import_tensorboard(
                     "remove it or import into another folder (-o)"
                 )
                 raise TensorBoardImportError(msg)
+            if _layout.artifacts_dir(log).exists():
+                msg = (
+                    f"{_layout.artifacts_dir(log)} exists without its log; remove it or "
+                    "import into another folder (-o)"
+                )
+                raise TensorBoardImportError(msg)
             stage = Path(tempfile.mkdtemp(prefix=f".import-{name}.", dir=target))
             staged.append((stage, log))
             result = _import_run(folder, files, digest, name, stage)
@@ -294,7 +300,10 @@ class _Converter:
         start = metadata.parse_session_start_info_plugin_data(content)
         for key, hparam in start.hparams.items():
             kind = hparam.WhichOneof("kind")  # a google.protobuf.Value
-            self.config[key] = None if kind in (None, "null_value") else getattr(hparam, kind)
+            if kind in ("number_value", "string_value", "bool_value"):
+                self.config[key] = getattr(hparam, kind)
+            else:  # torch writes none of these: a null, or a list or struct as its text
+                self.config[key] = None if kind in (None, "null_value") else str(hparam)
 
 
 def _events(path: Path) -> Iterator[Any]:
