@@ -30,6 +30,7 @@ COMMAND_GROUPS: list[str] = [
     "runlines.cli._tag",
     "runlines.cli._report",
     "runlines.cli._watch",
+    "runlines.cli._import",
 ]
 
 

@@ -1,0 +1,1 @@
+"""Importers of other trackers' runs as runlines logs (docs/compat.md)."""
