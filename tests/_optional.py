@@ -12,8 +12,15 @@ import importlib.util
 import pytest
 
 
+# An import name whose package on PyPI is named otherwise.
+_PYPI = {"PIL": "pillow"}
+
+
 def _reason(name: str) -> str:
-    return f"{name} is not installed (it may publish no wheel for this Python): pip install {name}"
+    package = _PYPI.get(name, name)
+    return (
+        f"{name} is not installed (it may publish no wheel for this Python): pip install {package}"
+    )
 
 
 def skip_without(name: str) -> None:
