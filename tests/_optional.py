@@ -11,7 +11,6 @@ import importlib.util
 
 import pytest
 
-
 # An import name whose package on PyPI is named otherwise.
 _PYPI = {"PIL": "pillow"}
 
