@@ -12,9 +12,9 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from runlines._encoding import NONFINITE_KEY
+from runlines.reading._buffers import compute as pc
 from runlines.reading._buffers import from_numpy, numpy_of, strings, valid_of
 from runlines.reading._columnar.blocks import (
     Bools,

@@ -23,11 +23,11 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from runlines import _layout
 from runlines._layout import RUN_END, RUN_START, flatten, open_regular
 from runlines.errors import RunlinesWarning
+from runlines.reading._buffers import compute as pc
 from runlines.reading._buffers import numpy_of, strings, valid_of
 from runlines.reading._columnar import Columns, Numbers, ParsedLog, arrow_kind
 from runlines.reading._copies.format import KEY, SUMMARY_KEY, checked_copy
