@@ -469,9 +469,9 @@ class Lines:
     def _piece(self, table: Any, i0: int, i1: int) -> Piece:
         """Wrap *table*, re-parsing in Python the rows that hold nested or non-finite values."""
         lines = np.flatnonzero(self.is_row[i0:i1]) + i0
-        rows = np.union1d(nested_rows(table), np.flatnonzero(self.in_python[lines]))
+        rows = distinct(np.concatenate((nested_rows(table), np.flatnonzero(self.in_python[lines]))))
         big = self._big_int_rows(table, lines)
-        rows = np.union1d(rows, np.concatenate([np.zeros(0, np.int64), *big.values()]))
+        rows = distinct(np.concatenate([rows, *big.values()]))
         # pyarrow's values of the plain columns stand: a row it read needs only its nested
         # values and the non-finite floats (null in pyarrow) from Python
         plain = {f.name for f in table.schema if arrow_kind(f.type) is not None} - set(big)
