@@ -93,3 +93,25 @@ def test_load_of_a_finished_run_imports_neither_the_writer_nor_other_readers(
     assert rows == "3"
     assert "runlines.reading._frames" in loaded  # the check sees what load imports
     assert sorted(set(loaded).intersection(NOT_FOR_LOAD)) == []
+
+
+def test_the_copy_written_at_close_imports_neither_pandas_nor_pyarrow_compute(
+    tmp_path: Path,
+) -> None:
+    from runlines import Run
+
+    with Run("a", tmp_path, stdout=False, compact=False) as run:
+        for step in range(3_000):  # more than a bucket: the events are read apart
+            run.log("step", step=step, loss=0.5, phase=("warmup", "train")[step % 2])
+    code = (
+        "import sys, runlines\n"
+        "from runlines.reading._copies import write_copy\n"
+        f"copy = write_copy({str(tmp_path / 'a.jsonl')!r})\n"
+        "print(copy.name, ' '.join(sorted(sys.modules)))\n"
+    )
+
+    name, *loaded = _run(code).split()
+
+    assert name == "a.parquet"
+    assert "pyarrow.parquet" in loaded  # the check sees what writing the copy imports
+    assert sorted(set(loaded).intersection({"pandas", "pyarrow.compute", "numpy.ma"})) == []

@@ -7,15 +7,20 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given
 from hypothesis import strategies as st
 
 from runlines.reading._buffers import (
+    distinct,
     from_numpy,
+    large_text,
     numpy_of,
     sparse_lists,
     sparse_strings,
     strings,
+    text_codes,
+    text_take,
     valid_of,
 )
 
@@ -90,3 +95,60 @@ def test_sparse_lists_place_each_list_at_its_row() -> None:
 
     assert made.to_pylist() == [None, ["loss"], None, None, ["lr", "step"]]
     assert made.type == pa.list_(pa.string())
+
+
+_TEXTS = st.lists(st.none() | st.text(max_size=8) | st.sampled_from(["train", "é"]), max_size=30)
+
+
+@st.composite
+def _texts(draw: Any) -> Any:
+    """A string Arrow array, sliced, maybe large_string."""
+    texts = draw(_TEXTS)
+    kind = pa.large_string() if draw(st.booleans()) else pa.string()
+    start = draw(st.integers(min_value=0, max_value=len(texts)))
+    return pa.array(texts, type=kind).slice(start)
+
+
+@given(_texts())
+def test_large_text_is_pyarrows_cast(array: Any) -> None:
+    widened = large_text(array)
+    assert widened.type == pa.large_string()
+    assert widened.equals(array.cast(pa.large_string()))
+
+
+@given(_texts())
+def test_text_codes_are_dictionary_encodes(array: Any) -> None:
+    coded = text_codes(array)
+    if any(text is not None and "\x00" in text for text in array.to_pylist()):
+        assert coded is None  # numpy's fixed-width keys cannot tell a trailing NUL
+        return
+    assert coded is not None
+    encoded = pc.dictionary_encode(array)
+    codes = np.where(valid_of(encoded.indices), numpy_of(encoded.indices), -1)
+    assert coded[0] == encoded.dictionary.to_pylist()
+    assert coded[1].tolist() == codes.tolist()
+
+
+def test_text_codes_decline_long_and_invalid_texts() -> None:
+    assert text_codes(pa.array(["x" * 65])) is None
+    invalid = pa.Array.from_buffers(
+        pa.string(), 1, [None, pa.py_buffer(np.array([0, 2], np.int32)), pa.py_buffer(b"a\xff")]
+    )
+    assert text_codes(invalid) is None
+
+
+@given(_texts(), st.lists(st.integers(min_value=-1, max_value=40), max_size=30))
+def test_text_take_is_pyarrows_take(array: Any, wanted: list[int]) -> None:
+    index = np.array([i if i < len(array) else -1 for i in wanted], dtype=np.int64)
+    taken = text_take(array, index)
+    expected = pc.take(
+        array.cast(pa.large_string()), from_numpy(index, pa.int64(), valid=index >= 0)
+    )
+    assert taken.equals(expected)
+
+
+@given(st.lists(st.integers(min_value=-5, max_value=5), max_size=30))
+def test_distinct_is_np_unique(values: list[int]) -> None:
+    array = np.array(values, dtype=np.int64)
+    assert distinct(array).tolist() == np.unique(array).tolist()
+    assert distinct(array).dtype == np.int64

@@ -10,20 +10,55 @@ of byte i // 8, least significant first) and the values, after the array's offse
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
 __all__ = [
+    "compute",
+    "distinct",
     "from_numpy",
+    "large_text",
     "numpy_of",
     "sparse_lists",
     "sparse_strings",
     "strings",
+    "text_codes",
+    "text_take",
     "valid_of",
 ]
+
+
+class _Compute:
+    """`pyarrow.compute`, imported on the first use of one of its functions.
+
+    Its import (about 25 ms) is most of what a run's close would import beyond reading the
+    log and writing Parquet; the copy's path does without it where numpy does the same.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        import pyarrow.compute
+
+        return getattr(pyarrow.compute, name)
+
+
+compute: Any = _Compute()
+
+
+def distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Return the sorted distinct values of numpy array *values*, as `np.unique` does.
+
+    numpy 2's `np.unique` imports `numpy.ma` on its first call (about 7 ms of a close).
+    """
+    ordered = np.sort(values, kind="stable")
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def _bits(buffer: Any, offset: int, length: int) -> npt.NDArray[np.bool_]:
@@ -155,3 +190,86 @@ def sparse_lists(size: int, at: Sequence[int], lists: Sequence[Sequence[str]]) -
         null_count=size - len(rows),
         children=[values],
     )
+
+
+TEXT_KEY: Final = 64  # texts longer than this are encoded by pyarrow.compute, not numpy
+
+
+def large_text(chunk: Any) -> Any:
+    """Return the string (or large_string) Arrow array *chunk* as large_string: as `cast`
+    does, with the offsets widened by numpy (the bytes and validity are shared)."""
+    if pa.types.is_large_string(chunk.type):
+        return chunk
+    if not len(chunk):
+        return strings([], pa.large_string())
+    validity, offsets, data = chunk.buffers()
+    wide = np.frombuffer(offsets, dtype=np.int32, count=chunk.offset + len(chunk) + 1)
+    buffers = [validity, pa.py_buffer(wide.astype(np.int64)), data]
+    return pa.Array.from_buffers(
+        pa.large_string(), len(chunk), buffers, null_count=chunk.null_count, offset=chunk.offset
+    )
+
+
+def _text_parts(array: Any) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    """Return the offsets (from 0) and bytes of string Arrow *array*, one chunk or several."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    if not len(array):
+        return np.zeros(1, np.int64), np.zeros(0, np.uint8)
+    _, offsets, data = array.buffers()
+    count = array.offset + len(array) + 1
+    bounds = np.frombuffer(offsets, dtype=width, count=count)[array.offset :].astype(np.int64)
+    raw = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    return bounds, raw
+
+
+def text_codes(array: Any) -> tuple[list[str], npt.NDArray[np.int64]] | None:
+    """Return the distinct texts of string Arrow *array* in the order they first come, and
+    each row's index among them (-1 for null), as `dictionary_encode` would; None where a
+    text is longer than TEXT_KEY bytes, holds a NUL (numpy's fixed-width keys drop those) or
+    is not UTF-8.
+    """
+    bounds, raw = _text_parts(array)
+    valid = valid_of(array)
+    lengths = np.diff(bounds)
+    width = max(1, int(lengths.max(initial=0)))
+    if width > TEXT_KEY or (raw[bounds[0] : bounds[-1]] == 0).any():
+        return None
+    place = np.arange(width)
+    inside = place < lengths[:, None]
+    keys = np.zeros((len(lengths), width), dtype=np.uint8)
+    keys[inside] = raw[(bounds[:-1, None] + place)[inside]]
+    held = keys.view(f"S{width}").ravel()[valid]
+    codes = np.full(len(valid), -1, dtype=np.int64)
+    if not len(held):
+        return [], codes
+    found, first, inverse = np.unique(held, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    codes[valid] = rank[inverse.ravel()]
+    try:
+        texts = [bytes(found[i]).decode() for i in order.tolist()]
+    except UnicodeDecodeError:  # bytes pyarrow was handed as they came: its own rules apply
+        return None
+    return texts, codes
+
+
+def text_take(array: Any, index: npt.NDArray[np.int64]) -> Any:
+    """Return the values of string Arrow *array* at *index* (null at -1) as large_string,
+    as `take` would, gathered by numpy."""
+    if not len(array):
+        return strings([None] * len(index), pa.large_string())
+    bounds, raw = _text_parts(array)
+    hit = index >= 0
+    at = np.where(hit, index, 0)
+    hit &= valid_of(array)[at]
+    lengths = np.where(hit, bounds[at + 1] - bounds[at], 0)
+    offsets = np.zeros(len(index) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    source = np.repeat(bounds[at] - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
+    nulls = int(len(index) - hit.sum())
+    validity = pa.py_buffer(np.packbits(hit, bitorder="little")) if nulls else None
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(raw[source])]
+    return pa.Array.from_buffers(pa.large_string(), len(index), buffers, null_count=nulls)

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from runlines.errors import FieldError
+from runlines.reading._buffers import compute as pc
 from runlines.reading._buffers import numpy_of, strings, valid_of
 from runlines.reading._columnar.blocks import Bools, Ints, ParsedLog
 from runlines.reading._columnar.columns import Columns, Numbers, as_floats, number_or_nan, values_at

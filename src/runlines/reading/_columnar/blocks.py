@@ -22,12 +22,12 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from runlines._encoding import restore_nonfinite
 from runlines.errors import ReadError, RunlinesWarning
-from runlines.reading._buffers import from_numpy, numpy_of, valid_of
+from runlines.reading._buffers import compute as pc
+from runlines.reading._buffers import distinct, from_numpy, numpy_of, valid_of
 from runlines.reading._files import LogFile
 from runlines.reading._lines import (
     INT64_PAST,
@@ -56,6 +56,7 @@ MAX_NESTING: Final = 1024
 MAX_TRIES: Final = 8
 THREADS: Final = min(4, os.cpu_count() or 1)
 MIN_BUCKET: Final = 1024  # an event with fewer lines joins the mixed bucket
+FEW_LINES: Final = 4096  # lines gathered by numpy's slices, not pyarrow.compute's take
 KEY_WINDOW: Final = 32  # where the comma after `{"ts":<number>` falls
 KEY_BATCH: Final = 1 << 16
 SPACES: Final = b" " * (1 << 16)
@@ -325,13 +326,20 @@ class Lines:
     def gather(self, lines: Ints) -> Lines:
         """Move *lines* into a buffer of their own, leaving spaces in this one."""
         # Each line with its newline is one value of a binary array over the buffer (every line
-        # ends in a newline, see read_bytes): one take() copies them all, in C.
+        # ends in a newline, see read_bytes): one take() copies them all, in C. A few lines
+        # (a run's start and end) are joined by numpy, without importing pyarrow.compute.
         bounds = np.append(self.starts, len(self.bytes)).astype(np.int64)
-        buffers = [None, pa.py_buffer(bounds), pa.py_buffer(self.bytes)]
-        every = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(self.starts), buffers)
-        taken = pc.take(every, from_numpy(lines, pa.int64()), memory_pool=memory_pool())
-        offsets = np.frombuffer(taken.buffers()[1], dtype=np.int64)[: len(lines) + 1]
-        data = np.frombuffer(taken.buffers()[2], dtype=np.uint8)[: int(offsets[-1])]  # writable
+        if len(lines) <= FEW_LINES:
+            spans = [self.bytes[bounds[i] : bounds[i + 1]] for i in lines.tolist()]
+            data = np.concatenate(spans) if spans else np.zeros(0, np.uint8)
+            offsets = np.zeros(len(lines) + 1, np.int64)
+            np.cumsum([len(span) for span in spans], out=offsets[1:])
+        else:
+            buffers = [None, pa.py_buffer(bounds), pa.py_buffer(self.bytes)]
+            every = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(self.starts), buffers)
+            taken = pc.take(every, from_numpy(lines, pa.int64()), memory_pool=memory_pool())
+            offsets = np.frombuffer(taken.buffers()[1], dtype=np.int64)[: len(lines) + 1]
+            data = np.frombuffer(taken.buffers()[2], dtype=np.uint8)[: int(offsets[-1])]  # writable
         new_starts = offsets[:-1]
         lengths = self.ends[lines] - self.starts[lines]
         ids = lines if self.ids is None else self.ids[lines]
@@ -370,7 +378,7 @@ class Lines:
     def read(self) -> list[Piece]:
         """Return this buffer's records, one piece per block that pyarrow read."""
         cuts = np.arange(BLOCK_BYTES, len(self.bytes), BLOCK_BYTES)
-        bounds = np.unique(
+        bounds = distinct(
             np.concatenate(([0], np.searchsorted(self.starts, cuts), [len(self.starts)]))
         )
         ranges = list(itertools.pairwise(bounds.tolist()))
@@ -452,7 +460,7 @@ class Lines:
 
     def _apply_route(self, pattern: re.Pattern[bytes], i0: int, i1: int) -> int:
         hits = [m.start() for m in pattern.finditer(self.view, *self._span(i0, i1))]
-        lines = np.unique(np.searchsorted(self.starts, hits, side="right") - 1)
+        lines = distinct(np.searchsorted(self.starts, hits, side="right") - 1)
         lines = lines[self.is_row[lines] & ~self.in_python[lines]]
         for line in lines.tolist():
             self._take_python(line)
@@ -461,9 +469,9 @@ class Lines:
     def _piece(self, table: Any, i0: int, i1: int) -> Piece:
         """Wrap *table*, re-parsing in Python the rows that hold nested or non-finite values."""
         lines = np.flatnonzero(self.is_row[i0:i1]) + i0
-        rows = np.union1d(nested_rows(table), np.flatnonzero(self.in_python[lines]))
+        rows = distinct(np.concatenate((nested_rows(table), np.flatnonzero(self.in_python[lines]))))
         big = self._big_int_rows(table, lines)
-        rows = np.union1d(rows, np.concatenate([np.zeros(0, np.int64), *big.values()]))
+        rows = distinct(np.concatenate([rows, *big.values()]))
         # pyarrow's values of the plain columns stand: a row it read needs only its nested
         # values and the non-finite floats (null in pyarrow) from Python
         plain = {f.name for f in table.schema if arrow_kind(f.type) is not None} - set(big)
@@ -537,12 +545,11 @@ class Lines:
         for name, column in zip(table.column_names, table.columns, strict=True):
             if arrow_kind(column.type) != "float" or column.null_count == len(column):
                 continue
-            extremes = pc.min_max(column).as_py()
-            if max(abs(extremes["min"]), abs(extremes["max"])) < 2.0**63:
-                continue
-            values = numpy_of(column)
+            values = numpy_of(column)  # nulls as NaN, never a suspect
             with np.errstate(invalid="ignore"):
                 suspects = np.flatnonzero(np.abs(values) >= 2.0**63).tolist()
+            if not suspects:
+                continue
             spans = ((int(self.starts[lines[r]]), int(self.ends[lines[r]])) for r in suspects)
             if any(INT64_PAST.search(bytes(self.view[a:b])) for a, b in spans):
                 found[name] = np.flatnonzero(~np.isnan(values))
@@ -563,7 +570,7 @@ class Lines:
             hits = [m.start() for m in re.compile(key).finditer(self.view, *span)]
             if hits:
                 at = np.searchsorted(self.starts[lines], hits, side="right") - 1
-                piece.nulls[name] = np.unique(at)
+                piece.nulls[name] = distinct(at)
 
     def _record(self, line: int, table: Any, row: int) -> dict[str, Any]:
         if self.in_python[line]:

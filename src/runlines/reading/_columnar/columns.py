@@ -12,10 +12,18 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from runlines._encoding import NONFINITE_KEY
-from runlines.reading._buffers import from_numpy, numpy_of, strings, valid_of
+from runlines.reading._buffers import compute as pc
+from runlines.reading._buffers import (
+    from_numpy,
+    large_text,
+    numpy_of,
+    strings,
+    text_codes,
+    text_take,
+    valid_of,
+)
 from runlines.reading._columnar.blocks import (
     Bools,
     Ints,
@@ -28,6 +36,7 @@ from runlines.reading._rules import (
     FIRST_COLUMNS,
 )
 
+NUMPY_TAKE: Final = 8 << 20  # string columns this small are laid out by numpy, not take()
 KINDS: Final = {type(None): None, bool: "bool", int: "int", float: "float", str: "str"}
 
 
@@ -191,8 +200,15 @@ class Columns:
             hit = np.zeros(piece.table.num_rows, dtype=bool)
             column = piece.column(name)
             if column is not None and arrow_kind(column.type) == "str":
-                found = pc.is_in(column.cast(pa.string()), value_set=choices)
-                hit = numpy_of(found)  # a null as False
+                coded = text_codes(column)  # numpy's, without importing pyarrow.compute
+                if coded is None:
+                    found = pc.is_in(column.cast(pa.string()), value_set=choices)
+                    hit = numpy_of(found)  # a null as False
+                else:
+                    texts, codes = coded
+                    for code, text in enumerate(texts):
+                        if text in wanted:
+                            hit |= codes == code
             rows, values = piece.patches.get(name, ([], []))
             for row, value in zip(rows, values, strict=True):
                 hit[row] = isinstance(value, str) and value in wanted
@@ -298,13 +314,15 @@ class Columns:
         if not chunks:
             return pa.nulls(layout.size, wide)
         pool = memory_pool()
-        values = pa.chunked_array([chunk.cast(wide, memory_pool=pool) for chunk in chunks], wide)
+        values = pa.chunked_array([large_text(chunk) for chunk in chunks], wide)
         positions = np.concatenate(where)
         if len(positions) == layout.size and (positions == np.arange(layout.size)).all():
             return values
         index = np.full(layout.size, -1, dtype=np.int64)
         kept = positions >= 0
         index[positions[kept]] = np.flatnonzero(kept)
+        if sum(chunk.nbytes for chunk in chunks) <= NUMPY_TAKE:
+            return text_take(values, index)
         return pc.take(values, from_numpy(index, pa.int64(), valid=index >= 0), memory_pool=pool)
 
     def _arrow_in_order(self, name: str, layout: Layout) -> Any:
@@ -316,7 +334,7 @@ class Columns:
             if not arrays:
                 parts.append(pa.nulls(layout.kept(number), wide))
                 continue
-            column = pa.chunked_array([c.cast(wide, memory_pool=pool) for c in arrays], wide)
+            column = pa.chunked_array([large_text(c) for c in arrays], wide)
             if isinstance(taken, int):
                 column = column.slice(0, taken)
             else:

@@ -23,12 +23,12 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from runlines import _layout
 from runlines._layout import RUN_END, RUN_START, flatten, open_regular
 from runlines.errors import RunlinesWarning
-from runlines.reading._buffers import numpy_of, strings, valid_of
+from runlines.reading._buffers import compute as pc
+from runlines.reading._buffers import numpy_of, strings, text_codes, valid_of
 from runlines.reading._columnar import Columns, Numbers, ParsedLog, arrow_kind
 from runlines.reading._copies.format import KEY, SUMMARY_KEY, checked_copy
 from runlines.reading._files import LogFile, is_locked
@@ -123,6 +123,9 @@ def event_codes(column: Any) -> tuple[list[Any], Any]:
         column = strings(texts)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    found = text_codes(column)  # numpy's: pyarrow.compute is not imported at close
+    if found is not None:
+        return found[0], found[1]
     encoded = pc.dictionary_encode(column)
     codes = numpy_of(encoded.indices).astype(np.int64)
     codes[~valid_of(encoded.indices)] = -1

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runlines._layout import copy_path, open_regular
-from runlines.reading._buffers import from_numpy, sparse_lists, sparse_strings
+from runlines.reading._buffers import from_numpy, large_text, sparse_lists, sparse_strings
 from runlines.reading._columnar import Columns, FileReader, Piece, arrow_kind, attempts_of
 from runlines.reading._copies.format import (
     ATTEMPT,
@@ -224,7 +224,7 @@ def storage_table(pieces: list[Piece]) -> tuple[Any, list[dict[str, Any]], list[
             arrays[index].extend(
                 [pa.nulls(piece.table.num_rows, kind)]
                 if column is None
-                else column.cast(kind).chunks
+                else [large_text(chunk) if chunk.type != kind else chunk for chunk in column.chunks]
             )
     names = [f"c{i}" for i in range(len(types))]
     columns = [pa.chunked_array(chunks, kind) for chunks, kind in zip(arrays, types, strict=True)]
