@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests._logs import line, write
 
+from _logs import line, write
 from runlines import Run
 from runlines._alerts import Target, Watcher
 from runlines.cli import main

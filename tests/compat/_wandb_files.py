@@ -44,7 +44,7 @@ def history(run_dir: Path) -> list[dict[str, Any]]:
     (path,) = run_dir.glob("*.wandb")
     rows = []
     for chunk in _chunks(path.read_bytes()):
-        record = wandb_internal_pb2.Record()
+        record = wandb_internal_pb2.Record()  # type: ignore[attr-defined]
         record.ParseFromString(chunk)
         if record.WhichOneof("record_type") == "history":
             rows.append(

@@ -44,7 +44,7 @@ def test_wandb_media_values_are_media_records_at_the_commit_step(tmp_path: Path)
 def test_summary_writer_images_and_histograms_are_media_records(tmp_path: Path) -> None:
     with SummaryWriter(tmp_path / "exp") as writer:
         writer.add_image("input/x", _image(), global_step=2, dataformats="HWC")
-        writer.add_histogram("w", np.array([0.0, 0.5, 1.0]), global_step=2, bins=2)
+        writer.add_histogram("w", np.array([0.0, 0.5, 1.0]), global_step=2)
 
     images = runlines.media(tmp_path / "exp", kind="image")
     hists = runlines.histograms(tmp_path / "exp")

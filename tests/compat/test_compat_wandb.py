@@ -416,7 +416,7 @@ class TestInstall:
         assert spec is not None
         assert spec.name == "wandb"
         assert imported is wandb
-        assert ConfigError is wandb.ConfigError
+        assert ConfigError is wandb.ConfigError  # type: ignore[comparison-overlap]
         assert hasattr(imported, "run")
 
     def test_install_sets_an_imported_package_aside_until_uninstall(self) -> None:

@@ -42,7 +42,7 @@ def test_groups_means_equal_compare(tmp_path: Path) -> None:
             got = group[stat]
             assert len(got) == len(want)
             for a, b in zip(got, want, strict=True):
-                assert (a is None and b is None) or math.isclose(a, b), (label, stat, got, want)
+                assert (a is None and b is None) or math.isclose(a, b), (label, stat, got, want)  # type: ignore[arg-type]
     assert groups["lr=0.1"]["n"][-1] == 1  # only seed 1 logged the last steps
     runs = {r["run"]: r for r in answer["runs"]}
     assert len(runs) == 4
