@@ -257,7 +257,8 @@ class Handler(BaseHTTPRequestHandler):
             run = query.get("run")
             store.refresh(
                 run,
-                force=path in ("/api/runs", "/api/units"),
+                force=path
+                in ("/api/runs", "/api/units", "/api/run"),  # a run page: its new rank files
                 max_bytes=REQUEST_READ_BYTES,
                 skip_behind=True,
             )
@@ -288,10 +289,7 @@ class Handler(BaseHTTPRequestHandler):
         """The file ?path= names, when a record of the run (of *event*, if given) points to it."""
         store = self.server.store
         with store.serving():
-            # forced: a rank file that appeared since the last walk belongs on the run's page
-            store.refresh(
-                query.get("run"), force=True, max_bytes=REQUEST_READ_BYTES, skip_behind=True
-            )
+            store.refresh(query.get("run"), max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             run = _run(store, query)
             wanted = _param(query, "path")
             if "\x00" in wanted:
