@@ -93,11 +93,12 @@ function mediaPart(label, ...body) {
 
 // --- images -------------------------------------------------------------------------------
 
-function imagePanel(label, name, byStep) {
+// a card that shows, for the slider's step, its nearest step's records drawn by *render*
+function steppedPanel(label, byStep, bodyClass, render) {
   const steps = [...byStep.keys()];
   const caption = el("div", {class: "media-step"});
-  const frames = el("div", {class: "images"});
-  const node = mediaPart(label, caption, frames);
+  const body = el("div", bodyClass ? {class: bodyClass} : {});
+  const node = mediaPart(label, caption, body);
   let current = null;
   return {node, show(wanted) {
     const step = nearestStep(steps, wanted);
@@ -105,10 +106,14 @@ function imagePanel(label, name, byStep) {
     node.dataset.step = step;
     if (step === current) return;
     current = step;
-    frames.replaceChildren(...byStep.get(step).map((r) => el("figure", {},
-      el("img", {src: mediaUrl(label, r.path), alt: `${name} step ${step}`, loading: "lazy", width: r.width, height: r.height}),
-      r.caption ? el("figcaption", {}, r.caption) : null)));
+    body.replaceChildren(...byStep.get(step).map((r) => render(r, step)));
   }};
+}
+
+function imagePanel(label, name, byStep) {
+  return steppedPanel(label, byStep, "images", (r, step) => el("figure", {},
+    el("img", {src: mediaUrl(label, r.path), alt: `${name} step ${step}`, loading: "lazy", width: r.width, height: r.height}),
+    r.caption ? el("figcaption", {}, r.caption) : null));
 }
 
 // --- histograms ---------------------------------------------------------------------------
@@ -299,40 +304,16 @@ function textPanel(label, name, byStep) {
 }
 
 function audioPanel(label, name, byStep) {
-  const steps = [...byStep.keys()];
-  const caption = el("div", {class: "media-step"});
-  const body = el("div", {});
-  const node = mediaPart(label, caption, body);
-  let current = null;
-  return {node, show(wanted) {
-    const step = nearestStep(steps, wanted);
-    caption.textContent = stepLabel(step, wanted);
-    node.dataset.step = step;
-    if (step === current) return;
-    current = step;
-    body.replaceChildren(...byStep.get(step).map((r) => el("div", {class: "audio"},
-      el("audio", {controls: true, preload: "none", src: mediaUrl(label, r.path)}),
-      el("span", {class: "muted"}, ` ${r.sample_rate} Hz · ${r.channels} ch · ${(r.frames / r.sample_rate).toFixed(2)} s`))));
-  }};
+  return steppedPanel(label, byStep, null, (r) => el("div", {class: "audio"},
+    el("audio", {controls: true, preload: "none", src: mediaUrl(label, r.path)}),
+    el("span", {class: "muted"}, ` ${r.sample_rate} Hz · ${r.channels} ch · ${(r.frames / r.sample_rate).toFixed(2)} s`)));
 }
 
 const TABLE_PAGE = 20;  // rows a table card shows at once, from /api/table
 
 // a table's columns and row count, and its rows a page at a time (/api/table reads that page only)
 function tablePanel(label, name, byStep) {
-  const steps = [...byStep.keys()];
-  const caption = el("div", {class: "media-step"});
-  const body = el("div", {});
-  const node = mediaPart(label, caption, body);
-  let current = null;
-  return {node, show(wanted) {
-    const step = nearestStep(steps, wanted);
-    caption.textContent = stepLabel(step, wanted);
-    node.dataset.step = step;
-    if (step === current) return;
-    current = step;
-    body.replaceChildren(...byStep.get(step).map((r) => tableRecord(label, r)));
-  }};
+  return steppedPanel(label, byStep, null, (r) => tableRecord(label, r));
 }
 
 function tableRecord(label, r) {
