@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
 import struct
 import zlib
 from pathlib import Path
@@ -17,6 +18,8 @@ from runlines import Run
 from runlines.dashboard import Server
 
 NOW = T0 + 30  # the clock every reader of the awkward logs is read at
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # Debian's package
+WAIT_MS = 15_000  # the longest a browser test waits for what a page shows
 
 
 def png_bytes() -> bytes:

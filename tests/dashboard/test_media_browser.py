@@ -6,14 +6,13 @@ Every wait is a bounded wait on a condition the page shows; none sleeps for time
 from __future__ import annotations
 
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas  # noqa: F401 (for media(): imported after Playwright started, it crashes the process)
 import pytest
+from _serve_helpers import CHROMIUM, WAIT_MS
 
 import runlines
 from runlines import Run
@@ -21,39 +20,13 @@ from runlines.dashboard import Server
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 pytest.importorskip("PIL", reason="pip install runlines[media]")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Debian's chromium: apt-get install chromium", allow_module_level=True)
 
 expect = sync_api.expect
-WAIT_MS = 15_000
 QUIET: dict[str, Any] = {"stdout": False, "system": False, "capture": False}
 STEPS = (10, 20, 30)
 LONG = "a long completion " * 6_000  # past the inline limit: a side file
-
-
-@pytest.fixture(name="browser", scope="module")
-def _browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(name="errors")
-def _errors() -> list[str]:
-    return []
-
-
-@pytest.fixture(name="page")
-def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    yield page
-    context.close()
 
 
 @pytest.fixture(name="gallery")

@@ -7,32 +7,22 @@ from __future__ import annotations
 
 import hashlib
 import math
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pandas as pd  # for runs(): imported after Playwright started, it crashes the process
 import pytest
+from _serve_helpers import CHROMIUM, WAIT_MS
 
 import runlines
 from _logs import T0, line, train, write
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Debian's chromium: apt-get install chromium", allow_module_level=True)
 
 expect = sync_api.expect
-WAIT_MS = 15_000
-
-
-@pytest.fixture(name="browser", scope="module")
-def _browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
 
 
 class Page:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
-from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import Any
 
 import pandas  # noqa: F401 (for runs(): imported after Playwright started, it crashes the process)
 import pytest
-from _serve_helpers import NOW, awkward_logs, png_bytes
+from _serve_helpers import CHROMIUM, NOW, WAIT_MS, awkward_logs, png_bytes
 
 import runlines
 from _logs import T0, line, train, write
@@ -28,36 +26,10 @@ from runlines.reading import lock_path
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 FileLock = pytest.importorskip("filelock").FileLock
 freeze_time = pytest.importorskip("freezegun").freeze_time
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Debian's chromium: apt-get install chromium", allow_module_level=True)
 
 expect = sync_api.expect
-WAIT_MS = 15_000
-
-
-@pytest.fixture(name="browser", scope="module")
-def _browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(name="errors")
-def _errors() -> list[str]:
-    return []
-
-
-@pytest.fixture(name="page")
-def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    yield page
-    context.close()
 
 
 def _chart(page: Any, event: str, field: str, board: str = "#charts") -> Any:

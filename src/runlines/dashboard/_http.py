@@ -22,6 +22,7 @@ import orjson
 
 from runlines.dashboard._runs import SPAN_EVENT, RunState, RunStore
 from runlines.dashboard._series import unit_of
+from runlines.dashboard._study import study
 from runlines.errors import ReadError
 from runlines.fields import Vocabulary
 from runlines.reading._rules import json_ready as jsonable
@@ -31,6 +32,8 @@ _STATIC_FILES: Final = (
     "app.js",
     "media.js",
     "groups.js",
+    "study.js",
+    "table.js",
     "app.css",
     "vendor/uPlot.iife.min.js",
     "vendor/uPlot.min.css",
@@ -246,6 +249,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._diff(query)
         if path == "/api/groups":
             return self._groups(query)
+        if path == "/api/study":
+            return self._study(query)
         api = _API.get(path)
         if api is None:
             raise ApiError(HTTPStatus.NOT_FOUND, f"no such page: {path}; see docs/dashboard.md")
@@ -364,6 +369,22 @@ class Handler(BaseHTTPRequestHandler):
                 with_runs=query.get("with_runs") == "1",
             )
         except (ValueError, KeyError) as err:  # an unknown x field or config key
+            raise ApiError(HTTPStatus.BAD_REQUEST, f"{err}; see docs/dashboard.md") from err
+        return dumps(jsonable(found)), "application/json", {"Cache-Control": "no-store"}
+
+    def _study(self, query: Mapping[str, str]) -> tuple[bytes, str, dict[str, str]]:
+        """Answer the study page (docs/dashboard.md): each run's config against ?metric= (its
+        ?stat=last or best), read whole outside the store's lock; ?runs= the run labels (all).
+        """
+        store = self.server.store
+        with store.serving():
+            store.refresh(None, force=True, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
+            wanted = [r for r in query.get("runs", "").split(",") if r] or list(store.runs)
+            paths = {label: _run(store, {"run": label}).path for label in wanted}
+        try:
+            metric, stat = query.get("metric") or None, query.get("stat") or "last"
+            found = study(paths, metric=metric, stat=stat)
+        except ValueError as err:  # an unknown metric or stat
             raise ApiError(HTTPStatus.BAD_REQUEST, f"{err}; see docs/dashboard.md") from err
         return dumps(jsonable(found)), "application/json", {"Cache-Control": "no-store"}
 
