@@ -818,6 +818,7 @@ function currentView() {
   const hash = location.hash;
   if (hash.startsWith("#/run/")) return "run";
   if (hash.startsWith("#/diff/")) return "diff";
+  if (hash.startsWith("#/study")) return "study";
   return "runs";
 }
 
@@ -828,10 +829,11 @@ function setCrumbs(parts) {
 
 function route() {
   const view = currentView();
-  for (const name of ["runs", "run", "diff"]) document.getElementById("view-" + name).hidden = name !== view;
+  for (const name of ["runs", "run", "diff", "study"]) document.getElementById("view-" + name).hidden = name !== view;
   const parts = location.hash.split("/").slice(2).map(decodeURIComponent);
   if (view === "run") showRun(parts[0]);
   else if (view === "diff") showDiff(parts[0], parts[1]);
+  else if (view === "study") { if (typeof studyView !== "undefined") studyView.show(); }  // static/study.js
   else { setCrumbs([]); renderTable(); refreshCharts(); poll(); }  // the series of runs ticked meanwhile too
 }
 
