@@ -23,14 +23,20 @@ def _column(frame: Any, column: Any) -> Any:
     return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def _kept_rows(xs: Any, ys: Any) -> Any:
-    """Return the rows the min/max buckets keep of the line (xs, ys), in x order."""
+def _kept_rows(xs: Any, ys: Any, logged: Any) -> tuple[Any, list[list[Any]], int]:
+    """Return the rows the min/max buckets keep of the line (xs, ys), in x order, the marks of
+    its non-finite values ([x, "NaN"], the first MAX_MARKS) and how many it has.
+
+    *logged* says which rows hold a value: a NaN there is a logged NaN, a mark, never a gap.
+    """
     import numpy as np
 
     series = Series(MAX_BUCKETS)
-    rows = np.flatnonzero(np.isfinite(ys))
+    rows = np.flatnonzero(logged & np.isfinite(xs))
     series.extend(ys[rows], rows, lambda row: (float(xs[row]), float(row), float(ys[row])))
-    return np.asarray(series.points()["ts"], dtype=np.int64)
+    points = series.points()
+    marks = [[mark["step"], mark["value"]] for mark in points["marks"]]
+    return np.asarray(points["ts"], dtype=np.int64), marks, points["nonfinite"]
 
 
 def _listed(values: Any) -> list[float | None]:
@@ -49,6 +55,9 @@ def grouped(
 ) -> dict[str, Any]:
     """Return each group's downsampled (x, n, mean, std, min, max), and each run's line.
 
+    Each line has the marks of its non-finite values, ``[x, "NaN"]``: of a group, the x where
+    its mean is not finite (a run logged NaN or an infinity there), as the charts mark them.
+
     *paths* maps a run's dashboard label to its log; the answer names runs by those labels.
     """
     import numpy as np
@@ -63,12 +72,14 @@ def grouped(
         answer["group_by"] = list(table.attrs.get("group_by", []))
         xs = table.index.to_numpy(dtype=np.float64)
         for group in dict.fromkeys(table.columns.get_level_values(0)):
-            rows = _kept_rows(xs, _column(table, (group, "mean")))
+            logged = table[(group, "n")].to_numpy(dtype=np.float64, na_value=0.0)
+            found = _kept_rows(xs, _column(table, (group, "mean")), logged > 0)
+            rows, marks, nonfinite = found
             entry: dict[str, Any] = {"group": group, "x": xs[rows].tolist()}
             for stat in STATS:
                 entry[stat] = _listed(_column(table, (group, stat))[rows])
-            logged = table[(group, "n")].to_numpy(dtype=np.float64, na_value=0.0)
             entry["count"] = int(np.count_nonzero(logged))  # the x values the group has
+            entry.update(marks=marks, nonfinite=nonfinite)
             answer["groups"].append(entry)
     if with_runs:
         names = _run_names(sources)
@@ -76,7 +87,7 @@ def grouped(
         xs = table.index.to_numpy(dtype=np.float64)
         for column in table.columns:
             ys = _column(table, column)
-            rows = _kept_rows(xs, ys)
+            rows, marks, nonfinite = _kept_rows(xs, ys, ~table[column].isna().to_numpy(dtype=bool))
             run, _, shown_event = str(column).partition(" · ")
             label = labels.get(names.get(run, ""), run)
             answer["runs"].append(
@@ -84,6 +95,8 @@ def grouped(
                     "run": label + (f" · {shown_event}" if shown_event else ""),
                     "x": xs[rows].tolist(),
                     "y": _listed(ys[rows]),
+                    "marks": marks,
+                    "nonfinite": nonfinite,
                 }
             )
     return answer

@@ -407,7 +407,7 @@ function drawMarks(u, marks) {
   for (const m of marks) {
     const x = u.valToPos(m.x, "x", true);
     if (!Number.isFinite(x) || x < u.bbox.left - 1 || x > u.bbox.left + u.bbox.width + 1) continue;
-    const color = colorOf(m.run);
+    const color = m.color || colorOf(m.run);  // a group's mark (groups.js) has its group's colour
     ctx.strokeStyle = alpha(color, 0.35);
     ctx.setLineDash([3, 3]);
     ctx.beginPath();

@@ -1,6 +1,7 @@
 // runlines dashboard: groups of runs and any x axis on the runs page, over /api/groups.
 // Loaded after app.js; app.js asks `groupView` whether it draws the runs page's charts.
-// The view's state (selected runs, x axis, log axes, grouping, band) is kept in the URL.
+// The runs page's state is kept in the URL: the selected runs (?run=), the x axis, log axes,
+// grouping, band, faint runs, smoothing, the table's and the charts' filters (app.js keeps ?pin=).
 "use strict";
 
 const BAND_MODES = {std: "± std", minmax: "min–max", sem: "± standard error"};
@@ -68,6 +69,8 @@ const groupView = {
     if (u.get("group")) document.getElementById("group-by").dataset.wanted = u.get("group");
     if (BAND_MODES[u.get("band")]) document.getElementById("band").value = u.get("band");
     document.getElementById("faint").checked = u.get("faint") === "1";
+    if (u.has("filter")) document.getElementById("filter").value = u.get("filter");
+    if (u.has("charts")) document.getElementById("chart-filter").value = u.get("charts");
     if (u.has("smoothing")) {
       document.getElementById("smoothing").value = u.get("smoothing");
       document.getElementById("smoothing-value").textContent = Number(u.get("smoothing")).toFixed(2);
@@ -77,7 +80,7 @@ const groupView = {
   saveUrl() {
     if (state.firstLoad) return;  // the selection is not known yet: keep the URL's
     const params = new URLSearchParams(location.search);
-    for (const name of ["run", "x", "logx", "logy", "group", "band", "faint", "smoothing"]) params.delete(name);
+    for (const name of ["run", "x", "logx", "logy", "group", "band", "faint", "smoothing", "filter", "charts"]) params.delete(name);
     for (const run of [...state.selected].sort()) params.append("run", run);
     const mode = this.wantedX || document.getElementById("x-axis").value;
     if (mode !== "step") params.set("x", mode.startsWith("field:") ? mode.slice(6) : mode);
@@ -89,6 +92,9 @@ const groupView = {
     if (document.getElementById("faint").checked) params.set("faint", "1");
     const smoothing = document.getElementById("smoothing").value;
     if (Number(smoothing) !== 0.6) params.set("smoothing", smoothing);
+    const filter = document.getElementById("filter").value.trim(), charts = document.getElementById("chart-filter").value.trim();
+    if (filter) params.set("filter", filter);  // the run table's filter
+    if (charts) params.set("charts", charts);  // the charts' filter
     const query = params.toString();
     const next = location.pathname + (query ? "?" + query : "") + location.hash;
     if (next !== location.pathname + location.search + location.hash) history.replaceState(null, "", next);
@@ -117,9 +123,10 @@ const groupView = {
     let chart = this.charts.get(key);
     if (!chart) {
       const body = el("div", {class: "plot"});
+      const marksLabel = el("span", {class: "marks nonfinite"});
       const card = el("div", {class: "chart group-chart", "data-event": info.event, "data-field": info.field},
-        el("div", {class: "title"}, el("span", {class: "event"}, info.event + " ·"), info.field), body);
-      chart = {card, body, plot: null, structure: "", query: ""};
+        el("div", {class: "title"}, el("span", {class: "event"}, info.event + " ·"), info.field, marksLabel), body);
+      chart = {card, body, marksLabel, plot: null, structure: "", query: "", marks: []};
       this.charts.set(key, chart);
     }
     return chart.card;
@@ -152,17 +159,21 @@ const groupView = {
   draw(chart, info, answer, grouping) {
     const logX = document.getElementById("log-x").checked, logY = document.getElementById("log-y").checked;
     const band = document.getElementById("band").value;
-    const drawn = [logX, logY, band, chart.card.clientWidth].join("|");
+    const weight = Number(document.getElementById("smoothing").value);  // as app.js smooths a run's line
+    const drawn = [logX, logY, band, weight, chart.card.clientWidth].join("|");
     if (chart.drawn === answer && chart.drawnAs === drawn && chart.plot) return;  // nothing new
     chart.drawn = answer;
     chart.drawnAs = drawn;
     const keep = (x, y) => !(logX && x <= 0) && !(logY && y !== null && y <= 0);
     const tables = [], series = [{label: answer.x, value: (u, v) => v === null ? "" : fmt(v)}], bands = [];
     const means = [];  // (the mean's column, its n's column) in the joined table
+    const marks = [];  // each NaN or infinity at its x, as app.js marks a run's
+    const raw = new Set();  // the series of the raw lines behind the smoothed ones: no legend row
     let column = 1;
     answer.groups.forEach((g, i) => {
       const color = COLORS[i % COLORS.length];
-      const lo = [], hi = [], mean = [], xs = [], n = [];
+      let lo = [], hi = [], mean = [];
+      const xs = [], n = [];
       g.x.forEach((x, j) => {
         const m = g.mean[j];
         if (!keep(x, m)) return;
@@ -172,24 +183,38 @@ const groupView = {
         lo.push(m === null ? null : band === "minmax" ? g.min[j] : m - spread);
         hi.push(m === null ? null : band === "minmax" ? g.max[j] : m + spread);
       });
-      tables.push([xs, lo, hi, mean, n]);
+      const rawMean = mean;
+      if (weight > 0) [lo, hi, mean] = [ema(lo, weight), ema(hi, weight), ema(mean, weight)];
+      tables.push([xs, lo, hi, mean, ...(weight > 0 ? [rawMean] : []), n]);
       const edge = {stroke: alpha(color, 0.35), width: 0.5, spanGaps: true, points: {show: false}, value: (u, v) => fmt(v)};
       series.push({...edge, label: g.group + " low"}, {...edge, label: g.group + " high"});
-      series.push({label: g.group, stroke: color, width: 2, spanGaps: true, points: {show: xs.length < 30, fill: color},
+      series.push({label: g.group, stroke: color, width: 2, spanGaps: true, points: {show: xs.length < 30 && weight === 0, fill: color},
         value: (u, v, si, idx) => v === null ? "" : `${fmt(v)} (n=${fmt(chart.nOf[si]?.[idx] ?? null)})`});
       bands.push({series: [column + 1, column], fill: alpha(color, 0.18)});
-      means.push([column + 2, column + 3]);
-      column += 4;
+      if (weight > 0) {
+        raw.add(series.length);
+        series.push({label: g.group + " (raw)", stroke: alpha(color, 0.3), width: 1, spanGaps: true, points: {show: xs.length < 30, fill: color}, value: (u, v) => fmt(v)});
+      }
+      means.push([column + 2, column + (weight > 0 ? 4 : 3)]);
+      column += weight > 0 ? 5 : 4;
+      for (const [x, value] of g.marks || []) marks.push({run: g.group, color, x, step: x, value});
     });
     for (const r of answer.runs) {
       const xs = [], ys = [];
       r.x.forEach((x, j) => { if (keep(x, r.y[j])) { xs.push(x); ys.push(r.y[j]); } });
-      tables.push([xs, ys]);
       const color = colorOf(r.run.split(" · ")[0]);
-      series.push({label: r.run, stroke: grouping ? alpha(color, 0.25) : color, width: grouping ? 1 : 1.6, spanGaps: true,
-        points: {show: !grouping && xs.length < 30, fill: color}, value: (u, v) => fmt(v)});
+      const smooth = weight > 0 && !grouping;  // a run alone is smoothed as app.js smooths it
+      tables.push(smooth ? [xs, ys, ema(ys, weight)] : [xs, ys]);
+      if (smooth) raw.add(series.length);
+      series.push({label: smooth ? r.run + " (raw)" : r.run, stroke: grouping ? alpha(color, 0.25) : smooth ? alpha(color, 0.22) : color,
+        width: grouping || smooth ? 1 : 1.6, spanGaps: true, points: {show: !grouping && xs.length < 30, fill: color}, value: (u, v) => fmt(v)});
+      if (smooth) series.push({label: r.run, stroke: color, width: 1.6, spanGaps: true, points: {show: false}, value: (u, v) => fmt(v)});
+      if (!grouping) for (const [x, value] of r.marks || []) marks.push({run: r.run.split(" · ")[0], x, step: x, value});
+      column += smooth ? 2 : 1;
     }
     if (!tables.length) { chart.body.replaceChildren(el("div", {class: "empty"}, "no values")); return; }
+    const markXs = [...new Set(marks.map((m) => m.x).filter(Number.isFinite))].sort((a, b) => a - b);
+    if (markXs.length) tables.push([markXs]);  // the x range holds every mark
     const joined = uPlot.join(tables);
     const nColumns = new Set(means.map(([, at]) => at));
     const shift = (i) => i - [...nColumns].filter((at) => at < i).length;  // a column's index once the n's are out
@@ -197,6 +222,11 @@ const groupView = {
     chart.nOf = {};
     for (const [mean, at] of means) chart.nOf[shift(mean)] = joined[at];
     const shownBands = bands.map((b) => ({...b, series: b.series.map(shift)}));
+    chart.marks = marks;
+    const nonfinite = answer.groups.reduce((t, g) => t + (g.nonfinite || 0), 0) + (grouping ? 0 : answer.runs.reduce((t, r) => t + (r.nonfinite || 0), 0));
+    const values = [...new Set(marks.map((m) => m.value))].join(", ");
+    chart.marksLabel.textContent = nonfinite ? `⚠ ${nonfinite} non-finite (${values})` : "";
+    chart.marksLabel.title = marksSummary(marks).join("\n");
     const width = Math.max(300, chart.card.clientWidth - 20);
     const axis = {stroke: "#667085", grid: {stroke: "#eef0f3"}, ticks: {stroke: "#e4e7ec"}, font: AXIS_FONT};
     chart.plot?.destroy();
@@ -206,13 +236,17 @@ const groupView = {
       scales: {x: {time: false, distr: logX ? 3 : 1}, y: {distr: logY ? 3 : 1}},
       axes: [{...axis, space: 64}, {...axis, size: axisSize}],
       series, bands: shownBands, legend: {live: true}, cursor: {drag: {x: true, y: false}},
+      hooks: {draw: [(u) => drawMarks(u, chart.marks)], setCursor: [(u) => markTooltip(u, chart.marks)]},
     }, data, chart.body);
+    chart.body.querySelectorAll(".u-legend .u-series").forEach((row, i) => row.classList.toggle("raw", raw.has(i)));
     chart.card.dataset.groups = String(answer.groups.length);
     chart.card.dataset.bands = String(shownBands.length);
     chart.card.dataset.runs = String(answer.runs.length);
     chart.card.dataset.x = answer.x;
     chart.card.dataset.groupBy = (answer.group_by || []).join(",");
     chart.card.dataset.axes = [logX, logY, band].join("|");
+    chart.card.dataset.smoothed = String(weight > 0);
+    chart.card.dataset.nonfinite = String(nonfinite);
   },
 
   init() {
