@@ -6,6 +6,7 @@ Every wait is a bounded wait on a condition the page shows; none sleeps for time
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,6 +85,8 @@ def test_opens_from_disk_with_no_request_and_shows_the_table_of_runs(
         for column in expected.columns:
             if column == "path":  # the run's cell has it as its title
                 continue
+            if column in ("tags", "notes") and not expected[column].map(len).any():
+                continue  # no run has any: no column, as on the dashboard
             cell = page.locator(f'#runs tr[data-run="{row["run"]}"] td[data-key="{column}"]')
             shown = cell.get_attribute("data-value")
             value = row[column]
@@ -93,6 +96,8 @@ def test_opens_from_disk_with_no_request_and_shows_the_table_of_runs(
                 assert shown == "NaN" if math.isnan(value) else float(shown) == value
             elif isinstance(value, pd.Timestamp):
                 assert pd.Timestamp(shown) == value
+            elif isinstance(value, list):
+                assert json.loads(shown) == value
             else:
                 assert shown == str(value), (row["run"], column)
     nan_cell = page.locator('#runs tr[data-run="nan"] td[data-key="train_step.loss"]')
@@ -151,5 +156,55 @@ def test_group_by_draws_two_bands(
     box = chart.locator(".u-over").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     expect(chart.locator(".u-legend .u-series:not([hidden]) td").nth(1)).to_contain_text("(n=2)")
+    assert tab.requests == [report.resolve().as_uri()]
+    assert tab.errors == []
+
+
+def test_the_group_table_and_each_runs_tags_and_notes(tmp_path: Path, tab: Page) -> None:
+    """--group-by adds a row per group, as runs(group_by=...) gives it; tags and notes show."""
+    _sweep(tmp_path / "runs")
+    runlines.tag(tmp_path / "runs" / "r0.jsonl", "best", "baseline")
+    runlines.tag(tmp_path / "runs" / "r2.jsonl", "best")
+    runlines.note(tmp_path / "runs" / "r2.jsonl", "lr 0.2 looks stable")
+    runlines.note(tmp_path / "runs" / "r2.jsonl", "rerun with seed 3")
+    report = runlines.report(
+        tmp_path / "runs", path=tmp_path / "report.html", metric="loss", group_by=["lr"]
+    )
+    expected = runlines.runs(tmp_path / "runs", group_by=["lr"])
+
+    page = tab.open(report)
+
+    rows = page.locator("#groups tbody tr")
+    expect(rows).to_have_count(len(expected))
+    for _, group in expected.iterrows():
+        row = page.locator(f'#groups tr[data-group="{group["group"]}"]')
+        expect(row.locator('td[data-key="n"]')).to_have_text(str(group["n"]))
+        for metric in ("train_step.loss", "train_step.loss.best", "eval.accuracy"):
+            cell = row.locator(f'td[data-key="{metric}"]')
+            for stat in ("mean", "std"):
+                value, shown = group[f"{metric}.{stat}"], cell.get_attribute(f"data-{stat}")
+                if value is pd.NA:  # no value: no attribute
+                    assert shown is None, (group["group"], metric, stat)
+                elif math.isnan(value):  # a logged NaN: as the log names it
+                    assert shown == "NaN", (group["group"], metric, stat)
+                else:
+                    assert float(shown) == value, (group["group"], metric, stat)
+    nan_group = page.locator('#groups tr[data-group="lr=0.3"] td[data-key="train_step.loss"]')
+    expect(nan_group).to_have_attribute("data-mean", "NaN")  # its one run's last loss is NaN
+    # tags and notes: in the table, and in the run's panel
+    expect(page.locator('#runs tr[data-run="r0"] td[data-key="tags"] button')).to_have_text(
+        ["best", "baseline"]
+    )
+    expect(page.locator('#runs tr[data-run="r2"] td[data-key="notes"]')).to_have_text(
+        "rerun with seed 3 +1"
+    )
+    page.locator('#runs tr[data-run="r0"] td[data-key="tags"] button', has_text="best").click()
+    expect(page.locator("#runs tbody tr")).to_have_count(2)  # the filter is tag:best
+    details = page.locator('#details details[data-run="r2"]')
+    page.click('#runs tr[data-run="r2"] td[data-key="run"] a')
+    expect(details.locator(".notes-panel .note")).to_have_text(
+        ["lr 0.2 looks stable", "rerun with seed 3"]
+    )
+    expect(details.locator(".notes-panel .tag")).to_have_text(["best"])
     assert tab.requests == [report.resolve().as_uri()]
     assert tab.errors == []

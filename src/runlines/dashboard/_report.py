@@ -1,11 +1,13 @@
 """`runlines report`: the run table, the charts and each run's config in one HTML file.
 
-The file holds its data, script and styles inline (the dashboard's styles and its vendored
-uPlot), so it opens from disk with no server and makes no network request. The table is the
-rows `runs()` gives. A chart is `compare()` of one (event, field) by the x axis, each run's
-column downsampled to its buckets' minima and maxima by the dashboard's own `Series`, so that
-spikes survive. The file names the size and sha256 of every log it was written from.
-numpy and pandas are imported here.
+The file holds its data, scripts (the dashboard's shared run table code, static/table.js,
+too) and styles inline (the dashboard's styles and its vendored uPlot), so it opens from disk
+with no server and makes no network request. The table is the rows `runs()` gives, with each
+run's tags and notes; with groups, a table of one row per group as `runs(group_by=...)` gives
+it (n, and the mean and std of each last and best metric). A chart is `compare()` of one
+(event, field) by the x axis, each run's column downsampled to its buckets' minima and maxima
+by the dashboard's own `Series`, so that spikes survive. The file names the size and sha256
+of every log it was written from. numpy and pandas are imported here.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from runlines._layout import hash_path
 from runlines._version import __version__
 from runlines.dashboard._series import MAX_BUCKETS, Series, unit_of
 from runlines.errors import FieldError
+from runlines.reading._groups import group_rows
 from runlines.reading._rules import json_ready
 from runlines.reading._summary import RunSummary
 from runlines.reading._table import KEY_COLUMNS, summaries
@@ -44,7 +47,7 @@ __all__ = ["MAX_POINTS", "downsampled", "group_bands", "report"]
 MAX_POINTS: Final = 300_000
 MIN_BUCKETS: Final = 50  # a min and a max each: a line of 100 points at the least
 _STATIC: Final = ("vendor/uPlot.min.css", "app.css", "report.css")
-_SCRIPTS: Final = ("vendor/uPlot.iife.min.js", "report.js")
+_SCRIPTS: Final = ("vendor/uPlot.iife.min.js", "table.js", "report.js")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,7 @@ def report(
     charts = _charts_of(found, event, metric, x)
     if metric is not None and not charts:  # compare names the numeric fields there are
         reading.compare(*sources, metric=metric, by=x, event=event)
+    rows = [summary.row() for summary in found]
     buckets = _buckets(len(charts) * max(1, len(found)))
     drawn, skipped = [], []
     for chart in charts:
@@ -91,8 +95,9 @@ def report(
         "event": event,
         "metric": metric,
         "group_by": list(group_by) if group_by else None,
-        **_table(found),
-        "runs": [_run_details(summary) for summary in found],
+        **_table(rows),
+        "groups": _groups(rows, group_by) if group_by else None,
+        "runs": [_run_details(summary, row) for summary, row in zip(found, rows, strict=True)],
         "charts": drawn,
         "skipped": skipped,
         "inputs": inputs,
@@ -130,15 +135,20 @@ def _buckets(series: int) -> int:
 # --- the run table ---------------------------------------------------------------------------
 
 
-def _table(found: list[RunSummary]) -> dict[str, Any]:
+def _table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Return the rows `runs()` gives, as JSON values, their columns in its order, and units."""
-    rows = [summary.row() for summary in found]
     seen = dict.fromkeys(name for row in rows for name in row)
     config = [name for name in seen if name.startswith("config.")]
     metrics = [name for name in seen if name not in KEY_COLUMNS and name not in config]
     columns = [*KEY_COLUMNS, *config, *metrics]
     units = {name: unit for name in columns if (unit := unit_of(name)) is not None}
     return {"columns": columns, "rows": [_json_row(row) for row in rows], "units": units}
+
+
+def _groups(rows: list[dict[str, Any]], group_by: Sequence[str]) -> dict[str, Any]:
+    """Return the rows `runs(group_by=...)` gives: n and each metric's statistics per group."""
+    keys, grouped = group_rows(rows, list(group_by))
+    return {"keys": keys, "rows": [dict(json_ready(row)) for row in grouped]}
 
 
 def _json_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -148,8 +158,8 @@ def _json_row(row: dict[str, Any]) -> dict[str, Any]:
     return dict(json_ready(row))
 
 
-def _run_details(summary: RunSummary) -> dict[str, Any]:
-    """Return what a run's panel shows: its config and its attempts, each with its status."""
+def _run_details(summary: RunSummary, row: dict[str, Any]) -> dict[str, Any]:
+    """Return what a run's panel shows: its config, tags, notes and attempts (with status)."""
     attempts = [
         {
             "attempt": attempt.get("attempt"),
@@ -160,8 +170,14 @@ def _run_details(summary: RunSummary) -> dict[str, Any]:
         }
         for attempt in summary.attempts_detail()
     ]
-    label = summary.row()["run"]
-    return {"run": label, "path": str(summary.path), "config": summary.config, "attempts": attempts}
+    return {
+        "run": row["run"],
+        "path": str(summary.path),
+        "config": summary.config,
+        "tags": list(row.get("tags") or []),
+        "notes": list(row.get("notes") or []),
+        "attempts": attempts,
+    }
 
 
 def _iso(ts: Any) -> str | None:
@@ -289,12 +305,13 @@ def _page(data: dict[str, Any], inputs: list[dict[str, Any]]) -> str:
     """Return the HTML of the report: the template with styles, scripts and data inline."""
     static = resources.files("runlines.dashboard") / "static"
     styles = "\n".join((static / name).read_text(encoding="utf-8") for name in _STATIC)
-    uplot, script = ((static / name).read_text(encoding="utf-8") for name in _SCRIPTS)
+    uplot, table, script = ((static / name).read_text(encoding="utf-8") for name in _SCRIPTS)
     license_text = (static / "vendor" / "LICENSE").read_text(encoding="utf-8")
     parts = {
         "{{title}}": _escaped_html(_title(data["sources"])),
         "{{styles}}": _inline(styles, "style"),
         "{{uplot}}": _inline(f"/*! uPlot's license:\n{license_text}*/\n{uplot}", "script"),
+        "{{table}}": _inline(table, "script"),
         "{{script}}": _inline(script, "script"),
         "{{data}}": _script_json(data),
         "{{inputs}}": _script_json(inputs),

@@ -6,7 +6,7 @@ const COLORS = ["#3559e0", "#e8590c", "#12805c", "#c2255c", "#7048e8", "#0c8599"
   "#5c940d", "#d6336c", "#495057", "#1971c2", "#9c36b5"];
 const SELECT_LIMIT = 5;  // runs selected on the first load, and by "follow new runs" at most
 const BASE_COLUMNS = ["run", "status", "attempts", "step", "duration_s", "started"];
-const NOTE_COLUMNS = ["tags", "notes"];  // from runlines tag / note: shown when a run has some
+const NOTE_COLUMNS = TABLE_NOTE_COLUMNS;  // static/table.js
 const TOKEN = new URLSearchParams(location.search).get("token");
 // eval-like events chart after the user's own ones: eval, val_*, test, validation/...
 const EVAL_LIKE = /(^|[_\/.-])(eval\w*|val|valid|validation|test|testing)([_\/.-]|$)/i;
@@ -174,51 +174,21 @@ function columns() {
   // a sweep is compared by, and are seen without scrolling
   const group = (key) => groupOf(key.split(".")[0]);
   const byGroup = (a, b) => group(a) - group(b) || (a < b ? -1 : a > b ? 1 : 0);
-  const notes = NOTE_COLUMNS.filter((key) => state.runs.some((row) => (row[key] || []).length));
-  return [...BASE_COLUMNS, ...notes, ...[...metrics].sort(byGroup), ...[...config].sort()];
+  return [...BASE_COLUMNS, ...noteColumns(state.runs), ...[...metrics].sort(byGroup), ...[...config].sort()];
 }
 
 // "tag:NAME" in the filter keeps the runs tagged NAME; other words match any column's text
-function matchesTag(row, word) {
-  return (row.tags || []).some((tag) => tag.toLowerCase() === word.slice(4));
-}
-
-function matchesFilter(row, text) {
-  if (!text) return true;
-  const words = text.toLowerCase().split(/\s+/).filter(Boolean);
-  const hay = Object.entries(row).map(([k, v]) => k + "=" + fmt(v)).join(" ").toLowerCase();
-  return words.every((w) => (w.startsWith("tag:") ? matchesTag(row, w) : hay.includes(w)));
-}
+function matchesFilter(row, text) { return rowMatches(row, text, fmt); }  // static/table.js
 
 function sortedRows() {
-  const {key, desc} = state.sort;
   const text = document.getElementById("filter").value.trim();
-  const rows = state.runs.filter((r) => matchesFilter(r, text));
-  rows.sort((a, b) => {
-    const x = a[key], y = b[key];
-    if (x === y) return 0;
-    if (x === null || x === undefined) return 1;
-    if (y === null || y === undefined) return -1;
-    const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-    return desc ? -c : c;
-  });
-  return rows;
+  return sortRows(state.runs.filter((r) => matchesFilter(r, text)), state.sort);
 }
 
 function renderTable() {
   const table = document.getElementById("runs");
   const cols = columns();
-  const head = el("tr", {}, el("th", {}, ""), cols.map((c) => el("th", {
-    "data-key": c,
-    class: [c.startsWith("config.") ? "group-config" : !BASE_COLUMNS.includes(c) && !NOTE_COLUMNS.includes(c) ? "group-metric" : "",
-      state.sort.key === c ? (state.sort.desc ? "sorted-desc" : "sorted-asc") : ""].join(" ").trim() || null,
-    title: c,
-    onclick: () => {
-      state.sort = {key: c, desc: state.sort.key === c ? !state.sort.desc : false};
-      renderTable();
-    },
-  }, c === "duration_s" ? "duration" : c.replace(/^config\./, ""))));
-  table.tHead.replaceChildren(head);
+  table.tHead.replaceChildren(tableHead(cols, state.sort, [...BASE_COLUMNS, ...NOTE_COLUMNS], (sort) => { state.sort = sort; renderTable(); }));
   table.dataset.columns = cols.join("|");
   const rows = sortedRows();
   table.tBodies[0].replaceChildren(...rows.map((row) => tableRow(row, cols)));
@@ -248,11 +218,8 @@ function cell(row, key) {
     const problems = (progress.problems || []).length ? el("span", {class: "torn problem", title: progress.problems.join("\n")}, "⚠ copy not used") : null;
     return el("td", {}, el("span", {class: "badge " + value, "data-status": value}, value), reading, torn, problems);
   }
-  if (key === "tags") return el("td", {}, (value || []).map((tag) => el("button", {class: "tag", title: "show the runs tagged " + tag, onclick: () => filterByTag(tag)}, tag)));
-  if (key === "notes") {
-    const notes = value || [];
-    return el("td", {class: "notes", title: notes.join("\n\n") || null}, notes.length ? notes[notes.length - 1] : "", notes.length > 1 ? el("span", {class: "more"}, ` +${notes.length - 1}`) : null);
-  }
+  if (key === "tags") return tagsCell(value, {}, filterByTag);
+  if (key === "notes") return notesCell(value, {});
   if (key === "duration_s") return el("td", {class: "num"}, fmtDuration(value));
   if (key === "started") return el("td", {}, fmtTime(value));
   if (isNonfinite(value)) return el("td", {class: "num nonfinite"}, value);

@@ -64,45 +64,27 @@ function alpha(hex, a) {
   return `rgba(${n >> 16},${(n >> 8) & 255},${n & 255},${a})`;
 }
 
-// --- the run table --------------------------------------------------------------------------
+// --- the run table (its sorting, filter, head and tag and note cells: static/table.js) ------
 
 function columns() {
-  const rest = DATA.columns.filter((c) => !BASE_COLUMNS.includes(c) && c !== "path");
-  return [...BASE_COLUMNS, ...rest.filter((c) => !c.startsWith("config.")), ...rest.filter((c) => c.startsWith("config."))];
-}
-
-function matches(row, text) {
-  const words = text.toLowerCase().split(/\s+/).filter(Boolean);
-  const hay = Object.entries(row).map(([k, v]) => k + "=" + fmt(v)).join(" ").toLowerCase();
-  return words.every((w) => hay.includes(w));
+  const rest = DATA.columns.filter((c) => !BASE_COLUMNS.includes(c) && !TABLE_NOTE_COLUMNS.includes(c) && c !== "path");
+  return [...BASE_COLUMNS, ...noteColumns(DATA.rows), ...rest.filter((c) => !c.startsWith("config.")), ...rest.filter((c) => c.startsWith("config."))];
 }
 
 function shownRows() {
   const text = document.getElementById("filter").value.trim();
-  const rows = DATA.rows.filter((row) => matches(row, text));
-  const {key, desc} = state.sort;
-  if (key) {
-    rows.sort((a, b) => {
-      const x = a[key], y = b[key];
-      if (x === y) return 0;
-      if (x === null || x === undefined) return 1;
-      if (y === null || y === undefined) return -1;
-      const c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
-      return desc ? -c : c;
-    });
-  }
-  return rows;
+  return sortRows(DATA.rows.filter((row) => rowMatches(row, text, fmt)), state.sort);
+}
+
+function filterByTag(tag) {
+  document.getElementById("filter").value = "tag:" + tag;
+  renderTable();
 }
 
 function renderTable() {
   const table = document.getElementById("runs");
   const cols = columns();
-  table.tHead.replaceChildren(el("tr", {}, el("th", {}, ""), cols.map((c) => el("th", {
-    "data-key": c, title: c,
-    class: [c.startsWith("config.") ? "group-config" : !BASE_COLUMNS.includes(c) ? "group-metric" : "",
-      state.sort.key === c ? (state.sort.desc ? "sorted-desc" : "sorted-asc") : ""].join(" ").trim() || null,
-    onclick: () => { state.sort = {key: c, desc: state.sort.key === c ? !state.sort.desc : false}; renderTable(); },
-  }, c === "duration_s" ? "duration" : c.replace(/^config\./, "")))));
+  table.tHead.replaceChildren(tableHead(cols, state.sort, [...BASE_COLUMNS, ...TABLE_NOTE_COLUMNS], (sort) => { state.sort = sort; renderTable(); }));
   const rows = shownRows();
   table.tBodies[0].replaceChildren(...rows.map((row) => el("tr", {"data-run": row.run, class: state.selected.has(row.run) ? "selected" : null},
     el("td", {}, el("input", {type: "checkbox", "aria-label": "chart " + row.run, checked: state.selected.has(row.run),
@@ -121,10 +103,36 @@ function cell(row, key) {
       el("a", {href: "#run-" + encodeURIComponent(row.run)}, row.run));
   }
   if (key === "status") return el("td", attrs, el("span", {class: "badge " + value, "data-status": value}, value));
+  if (key === "tags") return tagsCell(value, attrs, filterByTag);
+  if (key === "notes") return notesCell(value, attrs);
   if (key === "duration_s") return el("td", {...attrs, class: "num"}, fmtDuration(value));
   if (key === "started") return el("td", attrs, fmtTime(value));
   if (nonfinite(value)) return el("td", {...attrs, class: "num nonfinite"}, NONFINITE[value]);
   return el("td", {...attrs, class: typeof value === "number" ? "num" : null, title: typeof value === "number" ? String(value) : null}, fmt(value));
+}
+
+// --- groups: one row per group, as runs(group_by=...) gives it -------------------------------
+
+function renderGroups() {
+  const groups = DATA.groups;
+  document.getElementById("groups-section").hidden = !groups;
+  if (!groups) return;
+  const metrics = [...new Set(groups.rows.flatMap((row) => Object.keys(row).filter((k) => k.endsWith(".mean")).map((k) => k.slice(0, -5))))];
+  const table = document.getElementById("groups");
+  table.tHead.replaceChildren(el("tr", {}, ["group", ...groups.keys, "n", ...metrics].map((c) =>
+    el("th", {"data-key": c, class: metrics.includes(c) ? "group-metric" : groups.keys.includes(c) ? "group-config" : null}, c))));
+  table.tBodies[0].replaceChildren(...groups.rows.map((row) => el("tr", {"data-group": row.group},
+    el("td", {"data-key": "group", title: row.runs.join(", ")}, row.group),
+    groups.keys.map((k) => el("td", {"data-key": k}, fmt(row[k]))),
+    el("td", {"data-key": "n", class: "num"}, String(row.n)),
+    metrics.map((m) => {
+      const mean = row[m + ".mean"], std = row[m + ".std"];
+      const shown = mean === null ? "" : std === null ? fmt(mean) : `${fmt(mean)} ± ${fmt(std)}`;
+      return el("td", {"data-key": m, class: "num", "data-mean": mean === null ? null : String(mean), "data-std": std === null ? null : String(std),
+        title: `min ${fmt(row[m + ".min"])} · max ${fmt(row[m + ".max"])}`}, shown);
+    }))));
+  document.getElementById("groups-about").textContent =
+    `Grouped by ${groups.keys.join(", ") || "nothing (the runs agree)"}: n runs, and the mean ± std (sample, ddof 1) of each metric's last and best values over the runs that have it.`;
 }
 
 // --- charts ---------------------------------------------------------------------------------
@@ -255,12 +263,15 @@ function renderDetails() {
     const input = hashes.get(run.path);
     const attempts = grid(["attempt", "started", "status", "duration", "error"], run.attempts.map((a) => [
       a.attempt, fmtTime(a.started), el("span", {class: "badge " + a.status, "data-status": a.status}, a.status), fmtDuration(a.duration_s), a.error || ""]));
+    const notes = (run.tags.length || run.notes.length) ? el("div", {class: "panel notes-panel"}, el("h2", {}, "Tags and notes"),
+      el("div", {class: "tags"}, run.tags.map((tag) => el("span", {class: "tag"}, tag))),
+      run.notes.map((text) => el("p", {class: "note"}, text))) : null;
     return el("details", {id: "run-" + run.run, "data-run": run.run},
       el("summary", {}, el("span", {class: "swatch", style: `background:${colors.get(run.run)}`}), run.run,
         el("span", {class: "muted"}, run.path + (input ? ` · sha256 ${input.sha256.slice(0, 12)}…` : ""))),
       el("div", {class: "grid2"},
         el("div", {class: "panel config"}, el("h2", {}, "Config"), kv(run.config)),
-        el("div", {class: "panel attempts"}, el("h2", {}, "Attempts"), attempts)));
+        el("div", {class: "panel attempts"}, el("h2", {}, "Attempts"), attempts)), notes);
   }));
   document.getElementById("inputs").tBodies[0].replaceChildren(...DATA.inputs.map((input) =>
     el("tr", {}, el("td", {}, input.path), el("td", {class: "num"}, String(input.size_bytes)), el("td", {class: "sha"}, input.sha256))));
@@ -285,6 +296,7 @@ function init() {
     if (details) details.open = true;
   });
   renderDetails();
+  renderGroups();
   renderAll();
   document.body.dataset.ready = "true";
 }
