@@ -7,7 +7,8 @@ resumed, and is still running), serves it with `runlines.dashboard.Server`, and 
 dashboard-runs.png, dashboard-run.png and dashboard-diff.png next to this file; then writes
 the sweep's `runlines.report` and saves report.png of it, opened from disk; and
 dashboard-media.png, the media panel of a run that logged images, histograms, text, audio and a
-table.
+table; and, over a sweep of learning rates with three seeds each, dashboard-groups.png (the runs
+grouped by lr: a band per group) and dashboard-study.png (the study page).
 """
 
 from __future__ import annotations
@@ -159,9 +160,10 @@ def main() -> None:
                 _report_shot(page, Path(tmp))
                 browser.close()
             media_shot()
+            study_shot()
         finally:
             live.__exit__(None, None, None)
-    names = ("runs", "run", "diff", "media")
+    names = ("runs", "run", "diff", "media", "groups", "study")
     print("wrote", ", ".join(f"docs/dashboard-{n}.png" for n in names), end="")
     print(", docs/report.png")
 
@@ -211,6 +213,47 @@ def media_shot() -> None:
             page.locator("#media img").first.scroll_into_view_if_needed()
             page.wait_for_function("document.querySelector('#media img').complete")
             _shot(page, "dashboard-media.png", "#media")
+            browser.close()
+
+
+def _write_lr_sweep(folder: Path) -> None:
+    """Write 4 learning rates x 3 seeds, with a batch size, an optimizer and a dropout each."""
+    for i, lr in enumerate((0.001, 0.003, 0.01, 0.03)):
+        for seed in range(3):
+            rng = random.Random(i * 10 + seed)
+            optim = "adamw" if (i + seed) % 2 else "sgd"
+            config = {"lr": lr, "seed": seed, "batch_size": (128, 256, 512)[seed], "optim": optim}
+            config["dropout"] = round(rng.uniform(0.0, 0.3), 2)
+            with Run(f"lr{lr:g}-s{seed}", folder, stdout=False, system=False, config=config) as run:
+                for step in range(0, 1500, 5):
+                    floor = 0.12 + 8 * (lr - 0.008) ** 2 + (0.03 if optim == "sgd" else 0)
+                    loss = floor + 2.2 * math.exp(-step * lr / 6) + rng.gauss(0, 0.03)
+                    run.log("train_step", step=step, tokens=step * 4096, loss=loss)
+                    if step % 100 == 0:
+                        run.log("eval", step=step, loss=loss * 1.05 + rng.gauss(0, 0.01))
+
+
+def study_shot() -> None:
+    """Serve a sweep of 4 learning rates x 3 seeds; save the runs grouped by lr as
+    dashboard-groups.png and the study page as dashboard-study.png."""
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    with tempfile.TemporaryDirectory(prefix="runlines-groups-") as tmp:
+        _write_lr_sweep(Path(tmp))
+        with Server(tmp, port=0) as server, sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium)
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            runs = "&".join(
+                f"run=lr{lr:g}-s{seed}" for lr in (0.001, 0.003, 0.01, 0.03) for seed in range(3)
+            )
+            page.goto(server.url + f"?{runs}&group=lr&x=tokens&logx=1&logy=1&smoothing=0.3")
+            chart = page.locator('#group-charts .chart[data-event="train_step"][data-field="loss"]')
+            expect(chart).to_have_attribute("data-bands", "4")
+            evals = page.locator('#group-charts .chart[data-event="eval"][data-field="loss"]')
+            expect(evals).to_have_attribute("data-bands", "4")
+            _shot(page, "dashboard-groups.png", "#view-runs")
+            page.goto(server.url + "?metric=eval.loss&stat=best&key=lr#/study")
+            expect(page.locator("#study-parallel")).to_have_attribute("data-lines", "12")
+            _shot(page, "dashboard-study.png", "#view-study")
             browser.close()
 
 

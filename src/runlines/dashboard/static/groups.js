@@ -168,7 +168,7 @@ const groupView = {
     const tables = [], series = [{label: answer.x, value: (u, v) => v === null ? "" : fmt(v)}], bands = [];
     const means = [];  // (the mean's column, its n's column) in the joined table
     const marks = [];  // each NaN or infinity at its x, as app.js marks a run's
-    const raw = new Set();  // the series of the raw lines behind the smoothed ones: no legend row
+    const raw = new Set();  // no legend row: a band's edges, the raw lines behind the smoothed ones
     let column = 1;
     answer.groups.forEach((g, i) => {
       const color = COLORS[i % COLORS.length];
@@ -187,6 +187,7 @@ const groupView = {
       if (weight > 0) [lo, hi, mean] = [ema(lo, weight), ema(hi, weight), ema(mean, weight)];
       tables.push([xs, lo, hi, mean, ...(weight > 0 ? [rawMean] : []), n]);
       const edge = {stroke: alpha(color, 0.35), width: 0.5, spanGaps: true, points: {show: false}, value: (u, v) => fmt(v)};
+      raw.add(series.length).add(series.length + 1);  // a band's edges need no legend row
       series.push({...edge, label: g.group + " low"}, {...edge, label: g.group + " high"});
       series.push({label: g.group, stroke: color, width: 2, spanGaps: true, points: {show: xs.length < 30 && weight === 0, fill: color},
         value: (u, v, si, idx) => v === null ? "" : `${fmt(v)} (n=${fmt(chart.nOf[si]?.[idx] ?? null)})`});

@@ -107,7 +107,7 @@ const studyView = {
     const left = a.left_out.length ? `${a.left_out.length} run(s) with no finite ${a.column || "value"} not drawn: ${a.left_out.join(", ")}` : "";
     const parallel = el("div", {class: "study-plot", id: "study-parallel"});
     const scatter = el("div", {class: "study-plot", id: "study-scatter"});
-    this.view.replaceChildren(
+    this.view.replaceChildren(...[
       el("div", {class: "toolbar"}, el("label", {}, "metric ", metricSelect), el("label", {}, "value ", statSelect),
         el("span", {class: "count", id: "study-count"}), el("span", {class: "spacer"}),
         el("button", {type: "button", id: "study-clear", onclick: () => { this.brushes.clear(); this.applyBrushes(); }}, "Clear brushes")),
@@ -120,7 +120,7 @@ const studyView = {
         el("div", {class: "panel"}, el("h2", {}, "Importance: rank correlation with ", a.column || "the metric"),
           el("p", {class: "muted caveat"}, "Correlation, not causation: a key that varied together with another looks important too, and few runs give noisy numbers."),
           this.importanceTable(a),
-          el("p", {class: "muted"}, "Numeric keys: Spearman's ρ (−1 to 1). Categorical keys: the correlation ratio η of the metric's ranks (0 to 1, no sign). See docs/dashboard.md."))));
+          el("p", {class: "muted"}, "Numeric keys: Spearman's ρ (−1 to 1). Categorical keys: the correlation ratio η of the metric's ranks (0 to 1, no sign). See docs/dashboard.md.")))].filter(Boolean));
     if (!a.runs.length) return;
     this.drawParallel();
     this.drawScatter();
@@ -168,11 +168,13 @@ const studyView = {
       const x = pad + i * gap;
       const g = svg("g", {class: "axis" + (axis.metric ? " metric" : ""), "data-key": axis.key, transform: `translate(${x},0)`});
       g.append(svg("line", {x1: 0, x2: 0, y1: top, y2: bottom}), svg("text", {class: "label", y: top - 16, "text-anchor": "middle"}, axis.label));
+      const side = axis.metric ? 1 : -1;  // the metric's ticks on its right: the lines come from the left
+      const anchor = axis.metric ? "start" : "end";
       for (const [value, text] of axisTicks(axis)) {
         const ty = y(scales[i](value), i);
-        g.append(svg("line", {class: "tick", x1: -4, x2: 0, y1: ty, y2: ty}), svg("text", {x: -7, y: ty + 4, "text-anchor": "end"}, text));
+        g.append(svg("line", {class: "tick", x1: 4 * side, x2: 0, y1: ty, y2: ty}), svg("text", {x: 7 * side, y: ty + 4, "text-anchor": anchor}, text));
       }
-      if (anyMissing[i]) g.append(svg("text", {x: -7, y: bottom + 26, "text-anchor": "end", class: "none"}, STUDY_NONE));
+      if (anyMissing[i]) g.append(svg("text", {x: 7 * side, y: bottom + 26, "text-anchor": anchor, class: "none"}, STUDY_NONE));
       const brush = svg("rect", {class: "brush", x: -6, width: 12, y: top, height: 0, hidden: ""});
       const hit = svg("rect", {class: "hit", x: -14, width: 28, y: top - 4, height: bottom - top + 8});
       g.append(brush, hit);
