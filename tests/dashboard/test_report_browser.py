@@ -206,5 +206,9 @@ def test_the_group_table_and_each_runs_tags_and_notes(tmp_path: Path, tab: Page)
         ["lr 0.2 looks stable", "rerun with seed 3"]
     )
     expect(details.locator(".notes-panel .tag")).to_have_text(["best"])
-    assert tab.requests == [report.resolve().as_uri()]
+    auto = runlines.report(tmp_path / "runs", path=tmp_path / "auto.html", group_by=["auto"])
+    tab.open(auto)
+    expect(page.locator("#x-name")).to_have_text("x axis: step · grouped by lr")  # seed left out
+    expect(page.locator("#groups tbody tr")).to_have_count(len(expected))
+    assert tab.requests == [report.resolve().as_uri(), auto.resolve().as_uri()]
     assert tab.errors == []

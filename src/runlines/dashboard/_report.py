@@ -77,12 +77,14 @@ def report(
     if metric is not None and not charts:  # compare names the numeric fields there are
         reading.compare(*sources, metric=metric, by=x, event=event)
     rows = [summary.row() for summary in found]
+    keys = _group_keys(group_by)
+    groups = _groups(rows, keys) if keys else None
     buckets = _buckets(len(charts) * max(1, len(found)))
     drawn, skipped = [], []
     for chart in charts:
         try:
-            if group_by:
-                drawn.append(_grouped_chart(sources, chart, x, list(group_by), buckets))
+            if keys:
+                drawn.append(_grouped_chart(sources, chart, x, keys, buckets))
             else:
                 drawn.append(_chart(sources, chart, x, buckets))
         except FieldError as err:  # the x field is not in this event's records
@@ -94,9 +96,9 @@ def report(
         "x": x,
         "event": event,
         "metric": metric,
-        "group_by": list(group_by) if group_by else None,
+        "group_by": groups["keys"] if groups else None,  # those "auto" chose
         **_table(rows),
-        "groups": _groups(rows, group_by) if group_by else None,
+        "groups": groups,
         "runs": [_run_details(summary, row) for summary, row in zip(found, rows, strict=True)],
         "charts": drawn,
         "skipped": skipped,
@@ -145,9 +147,16 @@ def _table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"columns": columns, "rows": [_json_row(row) for row in rows], "units": units}
 
 
-def _groups(rows: list[dict[str, Any]], group_by: Sequence[str]) -> dict[str, Any]:
+def _group_keys(group_by: Sequence[str] | None) -> str | list[str] | None:
+    """Return *group_by* as `compare` and `runs` take it: config keys, or "auto"."""
+    if not group_by:
+        return None
+    return "auto" if group_by == "auto" or list(group_by) == ["auto"] else list(group_by)
+
+
+def _groups(rows: list[dict[str, Any]], group_by: str | list[str]) -> dict[str, Any]:
     """Return the rows `runs(group_by=...)` gives: n and each metric's statistics per group."""
-    keys, grouped = group_rows(rows, list(group_by))
+    keys, grouped = group_rows(rows, group_by)
     return {"keys": keys, "rows": [dict(json_ready(row)) for row in grouped]}
 
 
@@ -256,7 +265,7 @@ BAND_STATS: Final = ("n", "mean", "std", "min", "max")
 
 
 def _grouped_chart(
-    sources: Sequence[Any], chart: _Chart, x: str, group_by: list[str], buckets: int
+    sources: Sequence[Any], chart: _Chart, x: str, group_by: str | list[str], buckets: int
 ) -> dict[str, Any]:
     """Return one chart of groups: each group's mean line and its band."""
     table = reading.compare(*sources, metric=chart.field, x=x, event=chart.event, group_by=group_by)
