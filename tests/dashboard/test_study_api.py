@@ -132,3 +132,24 @@ def test_ranks_and_correlations_agree_with_pandas_on_ties_and_constants() -> Non
         _eta(pd.Series(["a", "a", "b", "b"]), pd.Series([1.0, 2.0, 3.0, 4.0]))
     )
     assert correlation_ratio(["a", "a"], [1.0, 2.0]) is None  # one category
+
+
+def test_runs_narrows_the_study_and_a_categorical_value_is_its_text(
+    serve_dir: Path, client: Client
+) -> None:
+    _sweep(serve_dir)
+    write(
+        serve_dir / "odd.jsonl",
+        line("run_start", "odd", T0, attempt=1, config={"lr": 1e-05, "optim": ["adam", 2]}),
+        line("train_step", "odd", T0 + 1, step=1, loss=0.2),
+    )
+
+    some = client.json("/api/study?metric=train_step.loss&runs=r0,r1,r2")
+    every = client.json("/api/study?metric=train_step.loss")
+
+    assert sorted(r["run"] for r in some["runs"]) == ["r0", "r1", "r2"]
+    odd = next(r for r in every["runs"] if r["run"] == "odd")
+    assert odd["config"]["optim"] == '["adam", 2]'
+    optim = next(k for k in every["keys"] if k["key"] == "optim")
+    assert optim["categories"] == ['["adam", 2]', "adam", "sgd"]
+    assert next(r for r in every["runs"] if r["run"] == "r1")["config"]["optim"] == "sgd"

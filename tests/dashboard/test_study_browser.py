@@ -112,6 +112,23 @@ def test_brushing_an_axis_keeps_the_runs_in_its_range(
     assert errors == []
 
 
+def test_a_trial_that_ends_while_the_page_is_open_is_drawn(
+    tmp_path: Path, page: Any, errors: list[str]
+) -> None:
+    journal, runs = str(tmp_path / "journal.log"), tmp_path / "runs"
+    _optuna_sweep.sweep(journal, str(runs), "live", 3)
+    with Server(runs / "live", port=0) as server:
+        page.goto(server.url + "#/study")
+        parallel = page.locator("#study-parallel")
+        expect(parallel).to_have_attribute("data-lines", "3")
+
+        _optuna_sweep.sweep(journal, str(runs), "live", 2)  # the study goes on: two more trials
+
+        expect(parallel).to_have_attribute("data-lines", "5")
+        expect(parallel.locator("path.study-line")).to_have_count(5)
+    assert errors == []
+
+
 def test_runs_group_by_over_the_study(study_dir: Path) -> None:
     """runs(group_by=...) over the trials: one row per optimizer, every trial in one."""
     table = runlines.runs(study_dir)

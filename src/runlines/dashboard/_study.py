@@ -2,8 +2,9 @@
 
 Read from `runlines.runs()`: a run's config keys (``config.*``) and its last or best value of
 a metric (``<event>.<field>`` or its ``.best`` column). A key whose values are all numbers is
-numeric, any other categorical (its values as JSON text). The importance of a key is a
-correlation over the runs that have both the key and a finite value of the metric:
+numeric, any other categorical (its values as JSON text, in the answer too). The importance
+of a key is a correlation over the runs that have both the key and a finite value of the
+metric:
 
 - numeric: Spearman's rank correlation, the Pearson correlation of the average ranks, in
   [-1, 1] (as pandas' ``.corr(method="spearman")``);
@@ -185,5 +186,9 @@ def study(paths: Mapping[str, Any], *, metric: str | None, stat: str) -> dict[st
         answer["keys"].append({"key": key, **axis})
         pairs = [(e["config"][key], y) for e, y in drawn if e["config"][key] is not None]
         answer["importance"].append(_importance(key, axis, pairs))
+        if axis["kind"] == "categorical":  # each value as the category it is on its axis
+            for entry, _ in drawn:
+                value = entry["config"][key]
+                entry["config"][key] = None if value is None else _text(value)
     answer["importance"].sort(key=lambda row: -abs(row["value"]) if row["value"] is not None else 1)
     return answer

@@ -7,6 +7,7 @@
 const SVG_NS = "http://www.w3.org/2000/svg";
 const STUDY_LOW = [53, 89, 224], STUDY_HIGH = [232, 89, 12];  // the metric's colours: low, high
 const STUDY_NONE = "none";  // the slot of a run whose config lacks the key
+const STUDY_POLL_MS = 3000;  // a sweep that goes on: the page asks again this often
 
 function svg(tag, attrs, ...children) {
   const node = document.createElementNS(SVG_NS, tag);
@@ -21,7 +22,7 @@ function axisScale(axis) {
     const n = axis.categories.length;
     return (v) => {
       if (v === null || v === undefined) return null;
-      const at = axis.categories.indexOf(typeof v === "string" ? v : JSON.stringify(v));
+      const at = axis.categories.indexOf(v);  // the server gives a categorical value as its text
       return at < 0 ? null : n === 1 ? 0.5 : at / (n - 1);
     };
   }
@@ -72,15 +73,19 @@ const studyView = {
     history.replaceState(null, "", location.pathname + (query ? "?" + query : "") + location.hash);
   },
 
-  async show() {
-    setCrumbs(["study"]);
-    this.view = document.getElementById("view-study");
+  query() {
     const {metric, stat} = this.params();
     const query = new URLSearchParams({stat});
     if (metric) query.set("metric", metric);
+    return "/api/study?" + query.toString();
+  },
+
+  async show() {
+    setCrumbs(["study"]);
+    this.view = document.getElementById("view-study");
     let answer;
     try {
-      answer = await api("/api/study?" + query.toString());
+      answer = await api(this.query());
     } catch (err) {
       this.view.replaceChildren(el("div", {class: "empty"}, String(err.message || err)));
       return;
@@ -89,6 +94,25 @@ const studyView = {
     this.answer = answer;
     this.brushes.clear();
     this.render();
+  },
+
+  // asked again while the page is open: new runs and values are drawn; the brushes stay while
+  // the axes are the same
+  async refresh() {
+    if (currentView() !== "study" || !this.answer || this.refreshing || document.hidden) return;
+    this.refreshing = true;
+    try {
+      const answer = await api(this.query());
+      if (currentView() !== "study" || JSON.stringify(answer) === JSON.stringify(this.answer)) return;
+      const axes = (x) => JSON.stringify([x.keys, x.axis, x.metric, x.stat]);
+      if (axes(answer) !== axes(this.answer)) this.brushes.clear();
+      this.answer = answer;
+      this.render();
+    } catch (err) {
+      // the next turn asks again; the page keeps what it drew
+    } finally {
+      this.refreshing = false;
+    }
   },
 
   render() {
@@ -284,4 +308,5 @@ const studyView = {
 };
 
 window.addEventListener("resize", () => { if (currentView() === "study" && studyView.answer) { studyView.drawParallel(); studyView.drawScatter(); } });
+setInterval(() => studyView.refresh(), STUDY_POLL_MS);
 if (currentView() === "study") studyView.show();  // app.js routed before this file loaded
