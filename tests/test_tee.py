@@ -21,8 +21,9 @@ import pytest
 import runlines
 from _optional import needs
 from runlines import Run
-from runlines._tee import Lines, parse_line, read_console
+from runlines._tee import Lines
 from runlines.cli import main
+from runlines.reading._console import parse_line, read_console
 
 _SRC = str(Path(runlines.__file__).resolve().parents[1])
 _TIMEOUT_S = 60

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _notes, reading
-from runlines._tee import ConsoleLine, read_console
 from runlines.cli._common import cell, duration, print_json, resolve_run, table, when
 from runlines.cli._summaries import RunDetails, describe
 from runlines.cli._terminal import printable
+from runlines.reading._console import ConsoleLine, read_console
 
 __all__ = ["add_commands"]
 
