@@ -3,6 +3,7 @@ line cutting in-process."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -12,6 +13,7 @@ import signal
 import struct
 import subprocess
 import sys
+import termios
 import textwrap
 import time
 from pathlib import Path
@@ -255,9 +257,6 @@ def test_tqdm_renders_in_a_terminal_and_its_bar_collapses_in_the_file(tmp_path: 
 def _in_pty(command: list[str], *, columns: int) -> str:
     """Run *command* with a pseudo-terminal as its stdout and stderr; return what it showed."""
     master, slave = pty.openpty()
-    import fcntl
-    import termios
-
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     child = subprocess.Popen(command, stdout=slave, stderr=slave, env=_env())
     os.close(slave)
@@ -409,3 +408,106 @@ def test_parse_line_keeps_a_foreign_line_whole() -> None:
     torn = parse_line(b"torn lin")
     assert math.isnan(torn[0])
     assert torn[1:] == ("", "torn lin")
+
+
+def test_a_resized_terminal_resizes_the_pseudo_terminal_and_close_restores_the_handler(
+    tmp_path: Path,
+) -> None:
+    command = _job(
+        tmp_path,
+        """
+        import signal
+        before = signal.getsignal(signal.SIGWINCH)
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            print("columns", os.get_terminal_size(1).columns, flush=True)
+            sys.stdin.buffer.read(1)  # the parent resized the terminal and sent SIGWINCH
+            print("columns", os.get_terminal_size(1).columns, os.get_terminal_size(2).lines,
+                  flush=True)
+        print("restored", signal.getsignal(signal.SIGWINCH) == before, flush=True)
+        """,
+    )
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=_env()
+    ) as child:
+        os.close(slave)
+        assert child.stdin is not None
+        shown = _read_until(master, b"columns 80")
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
+        child.send_signal(signal.SIGWINCH)  # what the terminal sends its foreground job
+        child.stdin.write(b"g")
+        child.stdin.flush()
+        shown += _read_until(master, b"restored")
+        shown += _read_until(master, b"\n")
+        assert child.wait(_TIMEOUT_S) == 0
+    os.close(master)
+
+    assert b"columns 132 50" in shown
+    assert b"restored True" in shown
+    assert _texts(tmp_path / "r.console.log", "out") == ["columns 80", "columns 132 50"]
+
+
+def _read_until(fd: int, marker: bytes) -> bytes:
+    """Read *fd* until *marker* shows; fail past the deadline."""
+    seen = b""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while marker not in seen:
+        assert time.monotonic() < deadline, f"no {marker!r} in {seen[-500:]!r}"
+        if select.select([fd], [], [], 1)[0]:
+            try:
+                data = os.read(fd, 1 << 16)
+            except OSError:  # EIO: every writer closed the terminal
+                data = b""
+            assert data, f"EOF before {marker!r}: {seen[-500:]!r}"
+            seen += data
+    return seen
+
+
+def test_stderr_goes_on_while_stdout_is_a_full_pipe_and_sigterm_still_ends_the_run(
+    tmp_path: Path,
+) -> None:
+    command = _job(
+        tmp_path,
+        """
+        import itertools
+        side = os.path.join(sys.argv[1], "r.console.log")
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False) as run:
+            os.write(1, b"blocked\\n")  # the tee writes it to the file, then blocks on stdout
+            while b"blocked" not in open(side, "rb").read():
+                pass
+            spam = threading.Thread(target=lambda: [os.write(1, b"o" * 999 + b"\\n")
+                                                    for _ in itertools.count()], daemon=True)
+            spam.start()  # stdout: the tee's pipe fills, then this thread blocks
+            for n in itertools.count():
+                run.log("step", step=n)
+                if n < 200:
+                    os.write(2, b"err %d\\n" % n)
+        """,
+    )
+    read_end, write_end = os.pipe()
+    _fill(read_end)  # nobody reads the job's stdout: full before it starts
+    with subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, env=_env()) as child:
+        os.close(write_end)
+        try:
+            assert child.stderr is not None
+            shown = _read_until(child.stderr.fileno(), b"err 199\n")
+
+            child.send_signal(signal.SIGTERM)
+            code = child.wait(10)
+        finally:
+            os.close(read_end)  # the tee, blocked on the full pipe, gets EPIPE and ends
+            if child.poll() is None:
+                child.kill()
+
+    assert shown.decode().splitlines()[:200] == [f"err {n}" for n in range(200)]
+    assert code == -signal.SIGTERM
+    last = (tmp_path / "r.jsonl").read_bytes().splitlines()[-1]
+    assert b'"event":"run_end"' in last
+    assert b'"status":"terminated"' in last
+    side = tmp_path / "r.console.log"
+    deadline = time.monotonic() + _TIMEOUT_S
+    while b"err 199" not in side.read_bytes():  # the tee ends once its pipes are closed
+        assert time.monotonic() < deadline
+    assert _texts(side, "err")[:200] == [f"err {n}" for n in range(200)]
+    assert _texts(side, "out")[0] == "blocked"
