@@ -25,6 +25,7 @@ from _optional import needs
 from runlines import Run
 from runlines._tee import Lines
 from runlines.cli import main
+from runlines.reading import ConsoleLine
 from runlines.reading._console import parse_line, read_console
 
 _SRC = str(Path(runlines.__file__).resolve().parents[1])
@@ -511,3 +512,90 @@ def test_stderr_goes_on_while_stdout_is_a_full_pipe_and_sigterm_still_ends_the_r
         assert time.monotonic() < deadline
     assert _texts(side, "err")[:200] == [f"err {n}" for n in range(200)]
     assert _texts(side, "out")[0] == "blocked"
+
+
+class TestConsoleAtStep:
+    """runlines.console(): the lines stamped from a step's record to the next step's."""
+
+    RECORDS = (
+        (100.0, "run_start", {"attempt": 1}),
+        (101.0, "train", {"step": 1}),
+        (101.5, "eval", {"step": 1}),
+        (102.0, "train", {"step": 2}),
+        (103.0, "train", {"step": 3}),
+        (200.0, "run_start", {"attempt": 2, "resume_step": 2}),
+        (201.0, "train", {"step": 2}),
+        (202.0, "train", {"step": 3}),
+    )
+    LINES = (
+        (100.5, "out", "setup"),
+        (101.0, "out", "step 1 a"),
+        (101.2, "err", "step 1 b"),
+        (101.5, "out", "step 1 eval"),
+        (102.0, "out", "step 2"),
+        (103.0, "out", "step 3"),
+        (150.0, "err", "crash"),
+        (200.5, "out", "resumed"),
+        (201.0, "out", "step 2 again"),
+        (202.5, "out", "step 3 again"),
+    )
+
+    @pytest.fixture(name="log")
+    def _log(self, tmp_path: Path) -> Path:
+        log = tmp_path / "r.jsonl"
+        log.write_text(
+            "".join(
+                json.dumps({"ts": ts, "event": event, "run": "r", **fields}) + "\n"
+                for ts, event, fields in self.RECORDS
+            )
+        )
+        (tmp_path / "r.console.log").write_text(
+            "".join(f"{ts:.3f} {stream} {text}\n" for ts, stream, text in self.LINES)
+        )
+        return log
+
+    @staticmethod
+    def _texts(lines: list[ConsoleLine]) -> list[str]:
+        return [line.text for line in lines]
+
+    def test_a_step_is_from_its_record_to_the_next_steps_in_the_last_attempt(
+        self, log: Path
+    ) -> None:
+        assert self._texts(runlines.console(log, step=1)) == ["step 1 a", "step 1 b", "step 1 eval"]
+        assert self._texts(runlines.console(log, step=2)) == ["step 2 again"]  # the resumed one
+        assert self._texts(runlines.console(log, step=3)) == ["step 3 again"]  # to the end
+        assert runlines.console(log, step=1)[1] == ConsoleLine(101.2, "err", "step 1 b")
+
+    def test_an_attempt_and_an_event_choose_the_records(self, log: Path) -> None:
+        assert self._texts(runlines.console(log, step=2, attempt=1)) == ["step 2"]
+        assert self._texts(runlines.console(log, step=3, attempt=1)) == ["step 3", "crash"]
+        assert self._texts(runlines.console(log, step=1, event="eval")) == [
+            "step 1 eval", "step 2", "step 3", "crash",
+        ]  # fmt: skip
+        assert self._texts(runlines.console(log, attempt=2)) == [
+            "resumed", "step 2 again", "step 3 again",
+        ]  # fmt: skip
+        assert len(runlines.console(log)) == len(self.LINES)
+
+    def test_a_missing_step_attempt_or_console_is_an_error_that_says_so(
+        self, log: Path, tmp_path: Path
+    ) -> None:
+        with pytest.raises(runlines.ReadError, match="no record of step 9"):
+            runlines.console(log, step=9)
+        with pytest.raises(runlines.ReadError, match="no record of step 2 of event 'eval'"):
+            runlines.console(log, step=2, event="eval")
+        with pytest.raises(runlines.ReadError, match="has no attempt 5; it has"):
+            runlines.console(log, attempt=5)
+        (tmp_path / "r.console.log").unlink()
+        with pytest.raises(runlines.ReadError, match="console_capture=True"):
+            runlines.console(log, step=1)
+
+    def test_show_console_at_prints_that_steps_lines(
+        self, log: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["show", str(log), "--console-at", "1"]) == 0
+
+        out = capsys.readouterr().out
+        assert "console, at step 1, 3 lines" in out
+        assert out.rstrip().endswith("step 1 eval")
+        assert "setup" not in out
