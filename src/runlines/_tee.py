@@ -17,6 +17,7 @@ from __future__ import annotations
 import _thread
 import errno
 import os
+import select
 import signal
 import sys
 import time
@@ -24,7 +25,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 if __name__ != "__main__":  # the job's side; the tee, a script, starts without them (and faster)
     import ctypes
-    import select
     import subprocess
 
     from runlines._warnings import warn_user
@@ -42,6 +42,7 @@ __all__ = ["ConsoleCapture", "Lines", "start_capture"]
 STREAMS: Final = ((1, "out"), (2, "err"))  # descriptor and the tag its lines carry
 _READ_BYTES: Final = 1 << 16
 _MAX_LINE_BYTES: Final = 1 << 20  # a longer line without a newline is written in pieces
+_HELD_BYTES: Final = 1 << 20  # a stream's bytes held for its terminal before it is read no more
 _START_S: Final = 10.0  # the tee says it is ready within this (a Python start, a slow disk)
 _DRAIN_S: Final = 2.0  # closing waits this long for the tee to write what it holds
 _IGNORED_SIGNALS: Final = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
@@ -311,51 +312,101 @@ def _write_all(fd: int, data: bytes) -> None:
 def _serve(path: str, ready: int, specs: list[str]) -> None:
     """Copy each `tag:read_fd:out_fd` of *specs* to out_fd and, as lines, to *path*, till EOF.
 
-    One thread per stream: a terminal that blocks (a full stdout pipe nobody reads) stops its
-    own stream only, the other goes on. Writes "1" to descriptor *ready* once it reads them.
+    One thread reads every stream and writes the side file, in the order it reads; each
+    terminal is written by a thread of its own (`Shown`). A terminal that blocks (a full
+    stdout pipe nobody reads) holds its own stream only: once `_HELD_BYTES` wait for it, that
+    stream is read no more until it drains, and the job blocks on it as it would without
+    capture. The other stream goes on. Writes "1" to descriptor *ready* once it reads them.
     """
     for name in _IGNORED_SIGNALS:  # the job's Ctrl-C or SIGTERM ends the job; its EOF ends us
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     side = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
-    writing = _thread.allocate_lock()  # one stream's lines at a time into the side file
-    ended = []
+    drained, woken = os.pipe()  # a terminal's thread says it took what was held
+    streams: dict[int, tuple[Lines, Shown]] = {}
     for spec in specs:
-        tag, read, shown = spec.split(":")
-        done = _thread.allocate_lock()
-        done.acquire()
-        _thread.start_new_thread(_forward, (int(read), int(shown), Lines(tag), side, writing, done))
-        ended.append(done)
+        tag, read, terminal = spec.split(":")
+        streams[int(read)] = (Lines(tag), Shown(int(terminal), woken))
     os.write(ready, b"1")
     os.close(ready)
-    for done in ended:
-        done.acquire()  # the stream's thread released it: its pipe ended, its lines are written
-
-
-def _forward(read: int, shown: int, lines: Lines, side: int, writing: Any, done: Any) -> None:
-    """Copy pipe *read* to *shown* unchanged and to *side* as lines, till EOF; then release
-    *done*. Each read goes to the side file first: the file is whole even if *shown* blocks."""
-    try:
-        while True:
+    every = [shown for _lines, shown in streams.values()]
+    while streams:
+        readable = [fd for fd, (_lines, shown) in streams.items() if not shown.full()]
+        for fd in select.select([*readable, drained], [], [])[0]:
+            if fd == drained:
+                os.read(drained, _READ_BYTES)
+                continue
+            lines, shown = streams[fd]
             try:
-                data = os.read(read, _READ_BYTES)
+                data = os.read(fd, _READ_BYTES)
             except OSError as err:  # EIO: a pseudo-terminal whose last writer closed it
                 if err.errno not in (errno.EIO, errno.EBADF):
                     raise
                 data = b""
             text = lines.feed(data, time.time()) if data else lines.end()
             if text:
-                with writing:
-                    _write_all(side, text)
-            if not data:
-                break
-            if shown >= 0:
-                try:
-                    _write_all(shown, data)
-                except OSError:
-                    shown = -1  # the terminal went away (EPIPE, EIO): the file goes on
-        os.close(read)
-    finally:
-        done.release()
+                _write_all(side, text)  # first: the file is whole even if the terminal blocks
+            if data:
+                shown.put(data)
+            else:
+                del streams[fd]
+                os.close(fd)
+    for shown in every:
+        shown.close()  # once it wrote what it holds: a blocked terminal keeps us till it ends
+
+
+class Shown:
+    """One stream's terminal (the original descriptor), written by a thread of its own."""
+
+    def __init__(self, fd: int, woken: int) -> None:
+        self._fd = fd
+        self._woken = woken  # a byte here wakes the reader, once this held too much
+        self._held = bytearray()
+        self._guard = _thread.allocate_lock()
+        self._wake = _thread.allocate_lock()  # released: there is something to write
+        self._wake.acquire()
+        self._ending = False
+        self._ended = _thread.allocate_lock()  # released when the thread is done
+        self._ended.acquire()
+        _thread.start_new_thread(self._write, ())
+
+    def full(self) -> bool:
+        """Return whether the stream is to be read no more until the terminal takes some."""
+        return len(self._held) >= _HELD_BYTES
+
+    def put(self, data: bytes) -> None:
+        """Hand *data* to the thread; it writes it to the terminal as the terminal takes it."""
+        with self._guard:
+            self._held += data
+            if self._wake.locked():
+                self._wake.release()
+
+    def close(self) -> None:
+        """Wait until everything put is written (or the terminal went away)."""
+        with self._guard:
+            self._ending = True
+            if self._wake.locked():
+                self._wake.release()
+        self._ended.acquire()
+
+    def _write(self) -> None:
+        try:
+            while True:
+                self._wake.acquire()
+                with self._guard:
+                    data, full = bytes(self._held), self.full()
+                    self._held.clear()
+                    ending = self._ending
+                if full:
+                    os.write(self._woken, b"1")  # the reader may read this stream again
+                if data and self._fd >= 0:
+                    try:
+                        _write_all(self._fd, data)
+                    except OSError:
+                        self._fd = -1  # the terminal went away (EPIPE, EIO): the file goes on
+                if ending:
+                    return  # close() comes after the last put(): this was everything
+        finally:
+            self._ended.release()
 
 
 if __name__ == "__main__":
