@@ -68,7 +68,8 @@ class ConsoleCapture:
         self._tee = tee
         self._pid = os.getpid()
         self._terminals = terminals  # (the original terminal, the pseudo-terminal shown to it)
-        self._resized: Any = None  # SIGWINCH's handler before ours, while ours is installed
+        self._resized: Any = None  # SIGWINCH's handler before ours
+        self._following = False  # whether ours is installed
         if terminals:
             self._follow_resizes()
 
@@ -77,7 +78,8 @@ class ConsoleCapture:
         try:
             self._resized = signal.signal(signal.SIGWINCH, self._on_resize)
         except (ValueError, OSError):  # not the main thread: the size stays the first one
-            self._resized = None
+            return
+        self._following = True
 
     def _on_resize(self, signum: int, frame: Any) -> None:
         for original, shown in self._terminals:
@@ -89,14 +91,19 @@ class ConsoleCapture:
             self._resized(signum, frame)  # the program's own handler still runs
 
     def _restore_resizes(self) -> None:
-        if self._resized is not None:
+        if self._following:
+            # a handler set from C (None) cannot be put back: the default (ignore) is
+            previous = signal.SIG_DFL if self._resized is None else self._resized
             try:
-                signal.signal(signal.SIGWINCH, self._resized)
+                signal.signal(signal.SIGWINCH, previous)
             except (ValueError, OSError):
                 pass
-            self._resized = None
+            self._following = False
         for _original, shown in self._terminals:
-            os.close(shown)
+            try:
+                os.close(shown)
+            except OSError:
+                pass
         self._terminals = []
 
     def stop(self, *, wait: bool = True) -> None:
