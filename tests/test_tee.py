@@ -604,3 +604,36 @@ class TestConsoleAtStep:
         assert "console, at step 1, 3 lines" in out
         assert out.rstrip().endswith("step 1 eval")
         assert "setup" not in out
+
+
+def test_many_threads_on_both_streams_reach_file_and_terminals_whole(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        def write(n):
+            for i in range(2000):
+                os.write(1 + i % 2, b"thread %d line %d " % (n, i) + b"x" * (i % 300) + b"\\n")
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        """,
+    )
+
+    done = _run(command)
+
+    side = tmp_path / "r.console.log"
+    for fd, stream, shown in ((1, "out", done.stdout), (2, "err", done.stderr)):
+        expected = {
+            f"thread {n} line {i} " + "x" * (i % 300)
+            for n in range(8)
+            for i in range(fd - 1, 2000, 2)
+        }
+        texts = _texts(side, stream)
+        assert sorted(texts) == sorted(expected)
+        assert sorted(shown.decode().splitlines()) == sorted(expected)
+        for n in range(8):  # in order within a stream, for each writer
+            mine = [t.split()[3] for t in texts if t.startswith(f"thread {n} ")]
+            assert mine == [str(i) for i in range(fd - 1, 2000, 2)]
