@@ -145,3 +145,31 @@ def test_a_run_without_a_console_says_so(
 
     expect(_console(page)).to_contain_text("no console captured")
     assert errors == []
+
+
+def test_the_tail_grows_as_the_run_prints(
+    job: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    page.goto(server.url + "#/run/job")
+    lines = _console(page).locator(".console-line")
+    expect(lines).to_have_count(200)
+
+    with (job / "job.console.log").open("a") as side:
+        side.write("1796231349.000 out a line printed since\n")
+
+    expect(lines).to_have_count(201)  # appended, the lines shown before kept
+    expect(lines.last.locator(".console-text")).to_have_text("a line printed since")
+    expect(lines.first.locator(".console-text")).to_have_text("step 100")
+    assert errors == []
+
+
+def test_a_console_that_begins_later_shows_once_it_does(
+    job: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    page.goto(server.url + "#/run/plain")
+    expect(_console(page)).to_contain_text("no console captured")
+
+    (job / "plain.console.log").write_text("1796231349.000 err now it prints\n")
+
+    expect(_console(page).locator(".console-line .console-text")).to_have_text(["now it prints"])
+    assert errors == []

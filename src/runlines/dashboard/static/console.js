@@ -1,11 +1,13 @@
 // runlines dashboard: a run page's captured console (console_capture=True) over /api/console.
 // Loaded before app.js; it uses app.js's helpers (api, el, fmtTime) only when called.
-// The tail shows the last lines ("earlier lines" pages back by byte offset); the search box
+// The tail shows the last lines ("earlier lines" pages back by byte offset) and grows as the
+// run prints (polled while the page shows it); the search box
 // asks the server, case-insensitive, as text or a regular expression. Every printed byte is
 // put on the page as text (never as HTML); colour escapes become styled spans, every other
 // escape or control character is dropped.
 
 const CONSOLE_PAGE = 200;
+const CONSOLE_POLL_MS = 2000;  // a shown tail asks for new lines this often
 // the 16 colours of SGR 30-37 and 90-97 (and their backgrounds)
 const ANSI_COLORS = ["#000000", "#c23621", "#25bc24", "#adad27", "#492ee1", "#d338d3", "#33bbc8", "#cbcccd",
   "#818383", "#fc391f", "#31e722", "#eaec23", "#5833ff", "#f935f8", "#14f0f0", "#e9ebeb"];
@@ -88,8 +90,30 @@ async function showConsole(label, container) {
   const earlier = el("button", {type: "button", class: "console-more", hidden: true}, "earlier lines");
   const lines = el("div", {class: "console-lines"});
   let query = "";  // the request's search part; "" for the tail
-  let start = 0;
+  let start = 0;  // the offset of the first line shown: "earlier lines" asks before it
+  let end = -1;  // the offset of the last line of the tail shown: the poll appends after it
   let asked = 0;  // an answer to an older request than the last is dropped
+
+  // new lines of the tail: appended when they follow the last one shown, else the tail anew
+  async function poll() {
+    if (!container.isConnected) return;  // another page: stop
+    setTimeout(poll, CONSOLE_POLL_MS);
+    if (query || document.visibilityState !== "visible") return;
+    const mine = asked;
+    let answer;
+    try { answer = await api(base); } catch (err) { return; }
+    if (mine !== asked || query || !answer.captured) return;
+    if (!lines.isConnected) { load(false); return; }  // capture began since: the panel anew
+    const fresh = answer.lines.filter((line) => line.offset > end);
+    if (!fresh.length) return;
+    const follows = answer.lines.some((line) => line.offset === end) || end < 0;
+    if (!follows) { load(false); return; }
+    const atBottom = lines.scrollTop + lines.clientHeight >= lines.scrollHeight - 4;
+    lines.append(...fresh.map(consoleLine));
+    end = fresh.at(-1).offset;
+    status.textContent = `last ${lines.childElementCount} line(s) of ${answer.path}`;
+    if (atBottom) lines.scrollTop = lines.scrollHeight;
+  }
 
   async function load(more) {
     let answer;
@@ -107,9 +131,11 @@ async function showConsole(label, container) {
       container.replaceChildren(el("p", {class: "muted"}, "no console captured (Run(..., console_capture=True) keeps one)"));
       return;
     }
+    if (!lines.isConnected) container.replaceChildren(toolbar, earlier, lines);
     const nodes = answer.lines.map(consoleLine);
     if (more) lines.prepend(...nodes); else lines.replaceChildren(...nodes);
     start = answer.start;
+    end = more ? end : answer.lines.length ? answer.lines.at(-1).offset : -1;
     earlier.hidden = !answer.more;
     const shown = lines.childElementCount;
     status.textContent = answer.matches === undefined
@@ -129,9 +155,9 @@ async function showConsole(label, container) {
   regex.addEventListener("change", () => { if (input.value) search(); });
   errOnly.addEventListener("change", search);
   earlier.addEventListener("click", () => load(true));
-  container.replaceChildren(
-    el("div", {class: "toolbar console-toolbar"}, input,
-      el("label", {}, regex, " regex"), el("label", {}, errOnly, " stderr only"), status),
-    earlier, lines);
+  const toolbar = el("div", {class: "toolbar console-toolbar"}, input,
+    el("label", {}, regex, " regex"), el("label", {}, errOnly, " stderr only"), status);
+  container.replaceChildren(toolbar, earlier, lines);
   await load(false);
+  setTimeout(poll, CONSOLE_POLL_MS);
 }
