@@ -595,6 +595,15 @@ class TestConsoleAtStep:
         with pytest.raises(runlines.ReadError, match="console_capture=True"):
             runlines.console(log, step=1)
 
+    def test_a_folder_of_one_run_is_that_run_and_of_two_an_error(
+        self, log: Path, tmp_path: Path
+    ) -> None:
+        assert runlines.console(tmp_path, step=2) == runlines.console(log, step=2)
+
+        (tmp_path / "other.jsonl").write_text(log.read_text())
+        with pytest.raises(runlines.ReadError, match="reads one run; .* holds 2"):
+            runlines.console(tmp_path)
+
     def test_show_console_at_prints_that_steps_lines(
         self, log: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:

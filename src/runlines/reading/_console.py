@@ -61,7 +61,9 @@ def console(
     event: str | None = None,
     attempt: int | None = None,
 ) -> list[ConsoleLine]:
-    """Return what run *source* (its log file) printed: every captured line, or one step's.
+    """Return what a run printed (*source*: its log, or a folder of one run): all, or a step's.
+
+    A rank's own log gives that rank's console.
 
     With *step*, the lines stamped from the first record of that step (of *event* when given)
     to the next record of another step (of *event*), or to the attempt's end: "what was
@@ -89,7 +91,9 @@ def console(
 
 
 def _one_log(source: str | os.PathLike[str]) -> Path:
-    logs = [log for log in find_logs(source) if not log.rank]
+    logs = find_logs(source)
+    if len(logs) > 1:  # a folder: its runs' main logs (a rank's own log is passed as a file)
+        logs = [log for log in logs if not log.rank]
     if len(logs) != 1:
         names = ", ".join(sorted(log.path.name for log in logs)) or "none"
         msg = f"console() reads one run; {source} holds {len(logs)} ({names}): pass one log file"
