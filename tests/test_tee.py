@@ -601,7 +601,7 @@ class TestConsoleAtStep:
         assert runlines.console(tmp_path, step=2) == runlines.console(log, step=2)
 
         (tmp_path / "other.jsonl").write_text(log.read_text())
-        with pytest.raises(runlines.ReadError, match="reads one run; .* holds 2"):
+        with pytest.raises(runlines.ReadError, match=r"reads one run; .* holds 2"):
             runlines.console(tmp_path)
 
     def test_show_console_at_prints_that_steps_lines(
