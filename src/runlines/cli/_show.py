@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _notes, reading
+from runlines._layout import console_path
 from runlines.cli._common import cell, duration, print_json, resolve_run, table, when
 from runlines.cli._summaries import RunDetails, describe
 from runlines.cli._terminal import printable
@@ -87,8 +88,6 @@ def _show(args: argparse.Namespace) -> int:
 
 def _console_tail(path: Path, lines: int) -> list[ConsoleLine] | None:
     """Return the last *lines* lines of the run's captured console; None without one."""
-    from runlines._layout import console_path
-
     if not lines:
         return None
     try:
@@ -99,8 +98,6 @@ def _console_tail(path: Path, lines: int) -> list[ConsoleLine] | None:
 
 def _console_section(path: Path, console: list[ConsoleLine], what: str) -> str:
     """Return the console's lines under *what*, each with its local time; stderr's marked `!`."""
-    from runlines._layout import console_path
-
     head = printable(f"console, {what} ({console_path(path)})")
     rows = [
         f"  {when(line.ts)[11:] or '-'} {'!' if line.stream == 'err' else ' '} "
