@@ -3,6 +3,7 @@ line cutting in-process."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -12,6 +13,7 @@ import signal
 import struct
 import subprocess
 import sys
+import termios
 import textwrap
 import time
 from pathlib import Path
@@ -21,8 +23,10 @@ import pytest
 import runlines
 from _optional import needs
 from runlines import Run
-from runlines._tee import Lines, parse_line, read_console
+from runlines._tee import Lines
 from runlines.cli import main
+from runlines.reading import ConsoleLine
+from runlines.reading._console import parse_line, read_console
 
 _SRC = str(Path(runlines.__file__).resolve().parents[1])
 _TIMEOUT_S = 60
@@ -254,9 +258,6 @@ def test_tqdm_renders_in_a_terminal_and_its_bar_collapses_in_the_file(tmp_path: 
 def _in_pty(command: list[str], *, columns: int) -> str:
     """Run *command* with a pseudo-terminal as its stdout and stderr; return what it showed."""
     master, slave = pty.openpty()
-    import fcntl
-    import termios
-
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     child = subprocess.Popen(command, stdout=slave, stderr=slave, env=_env())
     os.close(slave)
@@ -408,3 +409,240 @@ def test_parse_line_keeps_a_foreign_line_whole() -> None:
     torn = parse_line(b"torn lin")
     assert math.isnan(torn[0])
     assert torn[1:] == ("", "torn lin")
+
+
+def test_a_resized_terminal_resizes_the_pseudo_terminal_and_close_restores_the_handler(
+    tmp_path: Path,
+) -> None:
+    command = _job(
+        tmp_path,
+        """
+        import signal
+        before = signal.getsignal(signal.SIGWINCH)
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            print("columns", os.get_terminal_size(1).columns, flush=True)
+            sys.stdin.buffer.read(1)  # the parent resized the terminal and sent SIGWINCH
+            print("columns", os.get_terminal_size(1).columns, os.get_terminal_size(2).lines,
+                  flush=True)
+        print("restored", signal.getsignal(signal.SIGWINCH) == before, flush=True)
+        """,
+    )
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    with subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=_env()
+    ) as child:
+        os.close(slave)
+        assert child.stdin is not None
+        shown = _read_until(master, b"columns 80")
+        fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
+        child.send_signal(signal.SIGWINCH)  # what the terminal sends its foreground job
+        child.stdin.write(b"g")
+        child.stdin.flush()
+        shown += _read_until(master, b"restored", to_the_end=True)
+        assert child.wait(_TIMEOUT_S) == 0
+    os.close(master)
+
+    assert b"columns 132 50" in shown
+    assert b"restored True" in shown
+    assert _texts(tmp_path / "r.console.log", "out") == ["columns 80", "columns 132 50"]
+
+
+def _read_until(fd: int, marker: bytes, *, to_the_end: bool = False) -> bytes:
+    """Read *fd* until *marker* shows (and on to EOF *to_the_end*); fail past the deadline."""
+    seen = b""
+    deadline = time.monotonic() + _TIMEOUT_S
+    while marker not in seen or to_the_end:
+        assert time.monotonic() < deadline, f"no {marker!r} in {seen[-500:]!r}"
+        if select.select([fd], [], [], 1)[0]:
+            try:
+                data = os.read(fd, 1 << 16)
+            except OSError:  # EIO: every writer closed the terminal
+                data = b""
+            if not data and to_the_end and marker in seen:
+                break
+            assert data, f"EOF before {marker!r}: {seen[-500:]!r}"
+            seen += data
+    return seen
+
+
+def test_stderr_goes_on_while_stdout_is_a_full_pipe_and_sigterm_still_ends_the_run(
+    tmp_path: Path,
+) -> None:
+    command = _job(
+        tmp_path,
+        """
+        import itertools
+        side = os.path.join(sys.argv[1], "r.console.log")
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False) as run:
+            os.write(1, b"blocked\\n")  # the tee writes it to the file, then blocks on stdout
+            while b"blocked" not in open(side, "rb").read():
+                pass
+            spam = threading.Thread(target=lambda: [os.write(1, b"o" * 999 + b"\\n")
+                                                    for _ in itertools.count()], daemon=True)
+            spam.start()  # stdout: the tee's pipe fills, then this thread blocks
+            for n in itertools.count():
+                run.log("step", step=n)
+                if n < 200:
+                    os.write(2, b"err %d\\n" % n)
+        """,
+    )
+    read_end, write_end = os.pipe()
+    _fill(read_end)  # nobody reads the job's stdout: full before it starts
+    with subprocess.Popen(command, stdout=write_end, stderr=subprocess.PIPE, env=_env()) as child:
+        os.close(write_end)
+        try:
+            assert child.stderr is not None
+            shown = _read_until(child.stderr.fileno(), b"err 199\n")
+
+            child.send_signal(signal.SIGTERM)
+            code = child.wait(10)
+        finally:
+            os.close(read_end)  # the tee, blocked on the full pipe, gets EPIPE and ends
+            if child.poll() is None:
+                child.kill()
+
+    assert shown.decode().splitlines()[:200] == [f"err {n}" for n in range(200)]
+    assert code == -signal.SIGTERM
+    last = (tmp_path / "r.jsonl").read_bytes().splitlines()[-1]
+    assert b'"event":"run_end"' in last
+    assert b'"status":"terminated"' in last
+    side = tmp_path / "r.console.log"
+    deadline = time.monotonic() + _TIMEOUT_S
+    while b"err 199" not in side.read_bytes():  # the tee ends once its pipes are closed
+        assert time.monotonic() < deadline
+    assert _texts(side, "err")[:200] == [f"err {n}" for n in range(200)]
+    out = _texts(side, "out")
+    assert out[0] == "blocked"
+    # what the tee holds for a terminal that takes nothing is bounded (1 MiB), then it reads
+    # that stream no more: the job blocks on it, as it would without capture
+    assert 0 < len(out) - 1 <= ((1 << 20) + 3 * (1 << 16)) // 1000
+
+
+class TestConsoleAtStep:
+    """runlines.console(): the lines stamped from a step's record to the next step's."""
+
+    RECORDS = (
+        (100.0, "run_start", {"attempt": 1}),
+        (101.0, "train", {"step": 1}),
+        (101.5, "eval", {"step": 1}),
+        (102.0, "train", {"step": 2}),
+        (103.0, "train", {"step": 3}),
+        (200.0, "run_start", {"attempt": 2, "resume_step": 2}),
+        (201.0, "train", {"step": 2}),
+        (202.0, "train", {"step": 3}),
+    )
+    LINES = (
+        (100.5, "out", "setup"),
+        (101.0, "out", "step 1 a"),
+        (101.2, "err", "step 1 b"),
+        (101.5, "out", "step 1 eval"),
+        (102.0, "out", "step 2"),
+        (103.0, "out", "step 3"),
+        (150.0, "err", "crash"),
+        (200.5, "out", "resumed"),
+        (201.0, "out", "step 2 again"),
+        (202.5, "out", "step 3 again"),
+    )
+
+    @pytest.fixture(name="log")
+    def _log(self, tmp_path: Path) -> Path:
+        log = tmp_path / "r.jsonl"
+        log.write_text(
+            "".join(
+                json.dumps({"ts": ts, "event": event, "run": "r", **fields}) + "\n"
+                for ts, event, fields in self.RECORDS
+            )
+        )
+        (tmp_path / "r.console.log").write_text(
+            "".join(f"{ts:.3f} {stream} {text}\n" for ts, stream, text in self.LINES)
+        )
+        return log
+
+    @staticmethod
+    def _texts(lines: list[ConsoleLine]) -> list[str]:
+        return [line.text for line in lines]
+
+    def test_a_step_is_from_its_record_to_the_next_steps_in_the_last_attempt(
+        self, log: Path
+    ) -> None:
+        assert self._texts(runlines.console(log, step=1)) == ["step 1 a", "step 1 b", "step 1 eval"]
+        assert self._texts(runlines.console(log, step=2)) == ["step 2 again"]  # the resumed one
+        assert self._texts(runlines.console(log, step=3)) == ["step 3 again"]  # to the end
+        assert runlines.console(log, step=1)[1] == ConsoleLine(101.2, "err", "step 1 b")
+
+    def test_an_attempt_and_an_event_choose_the_records(self, log: Path) -> None:
+        assert self._texts(runlines.console(log, step=2, attempt=1)) == ["step 2"]
+        assert self._texts(runlines.console(log, step=3, attempt=1)) == ["step 3", "crash"]
+        assert self._texts(runlines.console(log, step=1, event="eval")) == [
+            "step 1 eval", "step 2", "step 3", "crash",
+        ]  # fmt: skip
+        assert self._texts(runlines.console(log, attempt=2)) == [
+            "resumed", "step 2 again", "step 3 again",
+        ]  # fmt: skip
+        assert len(runlines.console(log)) == len(self.LINES)
+
+    def test_a_missing_step_attempt_or_console_is_an_error_that_says_so(
+        self, log: Path, tmp_path: Path
+    ) -> None:
+        with pytest.raises(runlines.ReadError, match="no record of step 9"):
+            runlines.console(log, step=9)
+        with pytest.raises(runlines.ReadError, match="no record of step 2 of event 'eval'"):
+            runlines.console(log, step=2, event="eval")
+        with pytest.raises(runlines.ReadError, match="has no attempt 5; it has"):
+            runlines.console(log, attempt=5)
+        (tmp_path / "r.console.log").unlink()
+        with pytest.raises(runlines.ReadError, match="console_capture=True"):
+            runlines.console(log, step=1)
+
+    def test_a_folder_of_one_run_is_that_run_and_of_two_an_error(
+        self, log: Path, tmp_path: Path
+    ) -> None:
+        assert runlines.console(tmp_path, step=2) == runlines.console(log, step=2)
+
+        (tmp_path / "other.jsonl").write_text(log.read_text())
+        with pytest.raises(runlines.ReadError, match=r"reads one run; .* holds 2"):
+            runlines.console(tmp_path)
+
+    def test_show_console_at_prints_that_steps_lines(
+        self, log: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert main(["show", str(log), "--console-at", "1"]) == 0
+
+        out = capsys.readouterr().out
+        assert "console, at step 1, 3 lines" in out
+        assert out.rstrip().endswith("step 1 eval")
+        assert "setup" not in out
+
+
+def test_many_threads_on_both_streams_reach_file_and_terminals_whole(tmp_path: Path) -> None:
+    command = _job(
+        tmp_path,
+        """
+        def write(n):
+            for i in range(2000):
+                os.write(1 + i % 2, b"thread %d line %d " % (n, i) + b"x" * (i % 300) + b"\\n")
+        with Run("r", sys.argv[1], console_capture=True, stdout=False, system=False):
+            threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        """,
+    )
+
+    done = _run(command)
+
+    side = tmp_path / "r.console.log"
+    for fd, stream, shown in ((1, "out", done.stdout), (2, "err", done.stderr)):
+        expected = {
+            f"thread {n} line {i} " + "x" * (i % 300)
+            for n in range(8)
+            for i in range(fd - 1, 2000, 2)
+        }
+        texts = _texts(side, stream)
+        assert sorted(texts) == sorted(expected)
+        assert sorted(shown.decode().splitlines()) == sorted(expected)
+        for n in range(8):  # in order within a stream, for each writer
+            mine = [t.split()[3] for t in texts if t.startswith(f"thread {n} ")]
+            assert mine == [str(i) for i in range(fd - 1, 2000, 2)]

@@ -1,7 +1,7 @@
 """runlines: structured JSON Lines logging for machine-learning training runs.
 
 The public surface: `Run`, the `Redactor` and the `Vocabulary` of `Field` names it applies, the
-readers (`load`, `iter_events`, `compare`, `query`, `export`) and the errors.
+readers (`load`, `iter_events`, `compare`, `query`, `export`, `console`) and the errors.
 """
 
 from __future__ import annotations
@@ -26,7 +26,16 @@ if typing.TYPE_CHECKING:
     from runlines._notes import note, tag, untag
     from runlines.dashboard import report, serve
     from runlines.fields import Field, Vocabulary
-    from runlines.reading import compare, diff, histograms, iter_events, load, media, runs
+    from runlines.reading import (
+        compare,
+        console,
+        diff,
+        histograms,
+        iter_events,
+        load,
+        media,
+        runs,
+    )
     from runlines.redaction import Redactor
     from runlines.run import Run
     from runlines.sql import export, query
@@ -47,6 +56,7 @@ __all__ = [
     "Vocabulary",
     "__version__",
     "compare",
+    "console",
     "diff",
     "export",
     "histograms",
@@ -70,7 +80,7 @@ _LAZY = {
     "Run": "runlines.run",
     **dict.fromkeys(("Field", "Vocabulary"), "runlines.fields"),
     **dict.fromkeys(
-        ("compare", "diff", "histograms", "iter_events", "load", "media", "runs"),
+        ("compare", "console", "diff", "histograms", "iter_events", "load", "media", "runs"),
         "runlines.reading",
     ),
     **dict.fromkeys(("export", "query"), "runlines.sql"),

@@ -7,26 +7,42 @@ stamped with their time (see docs/console.md for the format). Being a process of
 outlives a SIGKILL of the job and drains what the pipes still hold; children that inherit the
 descriptors write into the same pipes. Closing the run puts the original descriptors back.
 
-This module's top imports only the standard library: the tee runs it as a script
-(`python -I -S _tee.py ...`), without runlines on its path.
+The tee runs this module as a script (`python -I -S _tee.py ...`), without runlines on its
+path: what it needs is the standard library's cheapest modules (`_thread`, not `threading`);
+what only the job's side needs is imported when the module is not that script.
 """
 
 from __future__ import annotations
 
+import _thread
+import errno
 import os
+import select
+import signal
 import sys
 import time
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final
+
+if __name__ != "__main__":  # the job's side; the tee, a script, starts without them (and faster)
+    import ctypes
+    import subprocess
+
+    from runlines._warnings import warn_user
+    from runlines.errors import RunlinesWarning
+
+    if os.name == "posix":  # elsewhere the run warns that capture needs POSIX
+        import fcntl
+        import termios
 
 if TYPE_CHECKING:
-    import subprocess
     from pathlib import Path
 
-__all__ = ["ConsoleCapture", "ConsoleLine", "Lines", "read_console", "start_capture"]
+__all__ = ["ConsoleCapture", "Lines", "start_capture"]
 
 STREAMS: Final = ((1, "out"), (2, "err"))  # descriptor and the tag its lines carry
 _READ_BYTES: Final = 1 << 16
 _MAX_LINE_BYTES: Final = 1 << 20  # a longer line without a newline is written in pieces
+_HELD_BYTES: Final = 1 << 20  # a stream's bytes held for its terminal before it is read no more
 _START_S: Final = 10.0  # the tee says it is ready within this (a Python start, a slow disk)
 _DRAIN_S: Final = 2.0  # closing waits this long for the tee to write what it holds
 _IGNORED_SIGNALS: Final = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
@@ -40,11 +56,55 @@ _active: list[ConsoleCapture] = []  # one capture at a time in a process
 class ConsoleCapture:
     """The descriptors a run redirected, what they were, and the tee that copies them."""
 
-    def __init__(self, path: Path, saved: dict[int, int], tee: subprocess.Popen[bytes]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        saved: dict[int, int],
+        tee: subprocess.Popen[bytes],
+        terminals: list[tuple[int, int]],
+    ) -> None:
         self.path = path
         self._saved = saved  # descriptor -> a duplicate of what it was before
         self._tee = tee
         self._pid = os.getpid()
+        self._terminals = terminals  # (the original terminal, the pseudo-terminal shown to it)
+        self._resized: Any = None  # SIGWINCH's handler before ours
+        self._following = False  # whether ours is installed
+        if terminals:
+            self._follow_resizes()
+
+    def _follow_resizes(self) -> None:
+        """On SIGWINCH (the original terminal resized), give each pseudo-terminal its size."""
+        try:
+            self._resized = signal.signal(signal.SIGWINCH, self._on_resize)
+        except (ValueError, OSError):  # not the main thread: the size stays the first one
+            return
+        self._following = True
+
+    def _on_resize(self, signum: int, frame: Any) -> None:
+        for original, shown in self._terminals:
+            try:
+                _copy_size(original, shown)
+            except OSError:
+                pass  # a terminal gone: nothing to follow
+        if callable(self._resized):
+            self._resized(signum, frame)  # the program's own handler still runs
+
+    def _restore_resizes(self) -> None:
+        if self._following:
+            # a handler set from C (None) cannot be put back: the default (ignore) is
+            previous = signal.SIG_DFL if self._resized is None else self._resized
+            try:
+                signal.signal(signal.SIGWINCH, previous)
+            except (ValueError, OSError):
+                pass
+            self._following = False
+        for _original, shown in self._terminals:
+            try:
+                os.close(shown)
+            except OSError:
+                pass
+        self._terminals = []
 
     def stop(self, *, wait: bool = True) -> None:
         """Put the original descriptors back; with *wait*, flush first and let the tee drain.
@@ -56,6 +116,7 @@ class ConsoleCapture:
             return  # a forked child leaves the descriptors to the parent
         if wait:
             flush_streams()
+        self._restore_resizes()
         for fd, saved in self._saved.items():
             try:
                 os.dup2(saved, fd)
@@ -66,8 +127,6 @@ class ConsoleCapture:
         if self in _active:
             _active.remove(self)
         if wait:
-            import subprocess
-
             try:  # past EOF on its pipes; a child still holding them keeps it running
                 self._tee.wait(_DRAIN_S)
             except subprocess.TimeoutExpired:
@@ -80,9 +139,6 @@ def start_capture(path: Path) -> ConsoleCapture | None:
     Returns None, having warned, when the process cannot capture (another run captures
     already, no POSIX descriptors, no Python to run the tee with): the run goes on without.
     """
-    from runlines._warnings import warn_user
-    from runlines.errors import RunlinesWarning
-
     reason = _cannot_capture()
     if reason is None:
         try:
@@ -107,8 +163,6 @@ def _cannot_capture() -> str | None:
 
 
 def _start(path: Path) -> ConsoleCapture:
-    import subprocess
-
     flush_streams()  # what was printed before goes to the original descriptors
     streams: list[tuple[int, str, int, int, int]] = []  # fd, tag, saved, read end, write end
     try:
@@ -143,16 +197,19 @@ def _start(path: Path) -> ConsoleCapture:
             for end in (saved, read, write):
                 os.close(end)
         raise
-    for *_, read, write in streams:
+    terminals = []  # a pseudo-terminal's slave is kept (not inherited) to pass resizes on
+    for *_, saved, read, write in streams:
         os.close(read)
-        os.close(write)
-    return ConsoleCapture(path, {fd: saved for fd, _tag, saved, *_ in streams}, tee)
+        if os.isatty(write):
+            terminals.append((saved, write))
+        else:
+            os.close(write)
+    saved_of = {fd: saved for fd, _tag, saved, *_ in streams}
+    return ConsoleCapture(path, saved_of, tee, terminals)
 
 
 def _wait_ready(ready: int, tee: subprocess.Popen[bytes]) -> None:
     """Wait until the tee reads its pipes, so that lines are stamped when they are printed."""
-    import select
-
     if not select.select([ready], [], [], _START_S)[0] or os.read(ready, 1) != b"1":
         tee.kill()
         tee.wait()
@@ -178,14 +235,15 @@ def _channel(original: int) -> tuple[int, int]:
 
 def _like_terminal(original: int, slave: int) -> None:
     """Give the pseudo-terminal the original's size, and pass the program's bytes unchanged."""
-    import fcntl
-    import termios
-
-    size = fcntl.ioctl(original, termios.TIOCGWINSZ, b"\0" * 8)
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, size)
+    _copy_size(original, slave)
     attributes = termios.tcgetattr(slave)
     attributes[1] &= ~termios.OPOST  # no "\n" -> "\r\n": the real terminal does its own
     termios.tcsetattr(slave, termios.TCSANOW, attributes)
+
+
+def _copy_size(original: int, shown: int) -> None:
+    """Set terminal *shown*'s window size (rows, columns, pixels) to terminal *original*'s."""
+    fcntl.ioctl(shown, termios.TIOCSWINSZ, fcntl.ioctl(original, termios.TIOCGWINSZ, b"\0" * 8))
 
 
 def flush_streams() -> None:
@@ -197,48 +255,9 @@ def flush_streams() -> None:
         except (OSError, ValueError, AttributeError):
             pass
     try:
-        import ctypes
-
         ctypes.CDLL(None).fflush(None)
     except (OSError, AttributeError, ImportError):
         pass  # no C library to flush
-
-
-# -- reading the side file --------------------------------------------------------------------
-
-
-class ConsoleLine(NamedTuple):
-    """One line of a console side file: when it was printed, on which stream, and its text."""
-
-    ts: float
-    stream: str  # "out" (descriptor 1) or "err" (descriptor 2)
-    text: str
-
-
-def read_console(path: Path, last: int | None = None) -> list[ConsoleLine]:
-    """Return the lines of console side file *path* (the *last* ones only when given).
-
-    A line that does not parse (the file's torn end, a foreign file) is kept whole as text.
-    """
-    from collections import deque
-
-    with open(path, "rb") as file:
-        lines = deque(file, maxlen=last) if last is not None else list(file)
-    return [parse_line(raw) for raw in lines]
-
-
-def parse_line(raw: bytes) -> ConsoleLine:
-    """Return a side file's line `<ts> <out|err> <text>` as a ConsoleLine."""
-    text = raw.rstrip(b"\n").decode("utf-8", "replace")
-    ts, _, rest = text.partition(" ")
-    stream, _, printed = rest.partition(" ")
-    try:
-        stamp = float(ts)
-    except ValueError:
-        stamp = float("nan")
-    if stream not in ("out", "err") or stamp != stamp:
-        return ConsoleLine(float("nan"), "", text)
-    return ConsoleLine(stamp, stream, printed)
 
 
 # -- the tee's side ---------------------------------------------------------------------------
@@ -300,24 +319,30 @@ def _write_all(fd: int, data: bytes) -> None:
 def _serve(path: str, ready: int, specs: list[str]) -> None:
     """Copy each `tag:read_fd:out_fd` of *specs* to out_fd and, as lines, to *path*, till EOF.
 
-    Writes "1" to descriptor *ready* once it reads them.
+    One thread reads every stream and writes the side file, in the order it reads; each
+    terminal is written by a thread of its own (`Shown`). A terminal that blocks (a full
+    stdout pipe nobody reads) holds its own stream only: once `_HELD_BYTES` wait for it, that
+    stream is read no more until it drains, and the job blocks on it as it would without
+    capture. The other stream goes on. Writes "1" to descriptor *ready* once it reads them.
     """
-    import errno
-    import select
-    import signal
-
     for name in _IGNORED_SIGNALS:  # the job's Ctrl-C or SIGTERM ends the job; its EOF ends us
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     side = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    drained, woken = os.pipe()  # a terminal's thread says it took what was held
+    streams: dict[int, tuple[Lines, Shown]] = {}
+    for spec in specs:
+        tag, read, terminal = spec.split(":")
+        streams[int(read)] = (Lines(tag), Shown(int(terminal), woken))
     os.write(ready, b"1")
     os.close(ready)
-    streams: dict[int, tuple[Lines, list[int]]] = {}
-    for spec in specs:
-        tag, read, shown = spec.split(":")
-        streams[int(read)] = (Lines(tag), [int(shown)])
+    every = [shown for _lines, shown in streams.values()]
     while streams:
-        for fd in select.select(list(streams), [], [])[0]:
-            lines, terminal = streams[fd]
+        readable = [fd for fd, (_lines, shown) in streams.items() if not shown.full()]
+        for fd in select.select([*readable, drained], [], [])[0]:
+            if fd == drained:
+                os.read(drained, _READ_BYTES)
+                continue
+            lines, shown = streams[fd]
             try:
                 data = os.read(fd, _READ_BYTES)
             except OSError as err:  # EIO: a pseudo-terminal whose last writer closed it
@@ -327,14 +352,68 @@ def _serve(path: str, ready: int, specs: list[str]) -> None:
             text = lines.feed(data, time.time()) if data else lines.end()
             if text:
                 _write_all(side, text)  # first: the file is whole even if the terminal blocks
-            if not data:
+            if data:
+                shown.put(data)
+            else:
                 del streams[fd]
                 os.close(fd)
-            elif terminal[0] >= 0:
-                try:
-                    _write_all(terminal[0], data)
-                except OSError:
-                    terminal[0] = -1  # the terminal went away (EPIPE, EIO): the file goes on
+    for shown in every:
+        shown.close()  # once it wrote what it holds: a blocked terminal keeps us till it ends
+
+
+class Shown:
+    """One stream's terminal (the original descriptor), written by a thread of its own."""
+
+    def __init__(self, fd: int, woken: int) -> None:
+        self._fd = fd
+        self._woken = woken  # a byte here wakes the reader, once this held too much
+        self._held = bytearray()
+        self._guard = _thread.allocate_lock()
+        self._wake = _thread.allocate_lock()  # released: there is something to write
+        self._wake.acquire()
+        self._ending = False
+        self._ended = _thread.allocate_lock()  # released when the thread is done
+        self._ended.acquire()
+        _thread.start_new_thread(self._write, ())
+
+    def full(self) -> bool:
+        """Return whether the stream is to be read no more until the terminal takes some."""
+        return len(self._held) >= _HELD_BYTES
+
+    def put(self, data: bytes) -> None:
+        """Hand *data* to the thread; it writes it to the terminal as the terminal takes it."""
+        with self._guard:
+            self._held += data
+            if self._wake.locked():
+                self._wake.release()
+
+    def close(self) -> None:
+        """Wait until everything put is written (or the terminal went away)."""
+        with self._guard:
+            self._ending = True
+            if self._wake.locked():
+                self._wake.release()
+        self._ended.acquire()
+
+    def _write(self) -> None:
+        try:
+            while True:
+                self._wake.acquire()
+                with self._guard:
+                    data, full = bytes(self._held), self.full()
+                    self._held.clear()
+                    ending = self._ending
+                if full:
+                    os.write(self._woken, b"1")  # the reader may read this stream again
+                if data and self._fd >= 0:
+                    try:
+                        _write_all(self._fd, data)
+                    except OSError:
+                        self._fd = -1  # the terminal went away (EPIPE, EIO): the file goes on
+                if ending:
+                    return  # close() comes after the last put(): this was everything
+        finally:
+            self._ended.release()
 
 
 if __name__ == "__main__":

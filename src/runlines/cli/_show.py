@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from runlines import _notes, reading
-from runlines._tee import ConsoleLine, read_console
+from runlines._layout import console_path
 from runlines.cli._common import cell, duration, print_json, resolve_run, table, when
 from runlines.cli._summaries import RunDetails, describe
 from runlines.cli._terminal import printable
+from runlines.reading._console import ConsoleLine, read_console
 
 __all__ = ["add_commands"]
 
@@ -34,6 +35,12 @@ def add_commands(subparsers: Any) -> None:
         metavar="N",
         help=f"show the last N lines of the captured console (default {_CONSOLE_LINES}; 0: none)",
     )
+    show.add_argument(
+        "--console-at",
+        type=int,
+        metavar="STEP",
+        help="show instead what the console printed at STEP (docs/console.md)",
+    )
     show.set_defaults(handler=_show)
 
 
@@ -41,7 +48,12 @@ def _show(args: argparse.Namespace) -> int:
     path = resolve_run(args.run)
     details = describe(reading.log_file(path))
     ranks = [describe(log) for log in _rank_logs(path)]
-    console = _console_tail(path, max(args.console, 0))
+    if args.console_at is None:
+        console = _console_tail(path, max(args.console, 0))
+        head = f"last {len(console or ())} lines"
+    else:
+        console = reading.console(path, step=args.console_at)
+        head = f"at step {args.console_at}, {len(console)} lines"
     if args.json:
         shown = _show_json(details, ranks)
         if console is not None:
@@ -68,16 +80,14 @@ def _show(args: argparse.Namespace) -> int:
     for rank in ranks:
         print()
         print(_rank_section(rank))
-    if console:
+    if console or args.console_at is not None:
         print()
-        print(_console_section(path, console))
+        print(_console_section(path, console or [], head))
     return 0
 
 
 def _console_tail(path: Path, lines: int) -> list[ConsoleLine] | None:
     """Return the last *lines* lines of the run's captured console; None without one."""
-    from runlines._layout import console_path
-
     if not lines:
         return None
     try:
@@ -86,11 +96,9 @@ def _console_tail(path: Path, lines: int) -> list[ConsoleLine] | None:
         return None
 
 
-def _console_section(path: Path, console: list[ConsoleLine]) -> str:
-    """Return the console's last lines, each with its local time; stderr's marked `!`."""
-    from runlines._layout import console_path
-
-    head = printable(f"console, last {len(console)} lines ({console_path(path)})")
+def _console_section(path: Path, console: list[ConsoleLine], what: str) -> str:
+    """Return the console's lines under *what*, each with its local time; stderr's marked `!`."""
+    head = printable(f"console, {what} ({console_path(path)})")
     rows = [
         f"  {when(line.ts)[11:] or '-'} {'!' if line.stream == 'err' else ' '} "
         + printable(line.text)

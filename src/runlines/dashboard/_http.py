@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from runlines.dashboard._console import ConsoleRequestError, console_answer
 from runlines.dashboard._runs import SPAN_EVENT, RunState, RunStore
 from runlines.dashboard._series import unit_of
 from runlines.dashboard._study import study
@@ -31,6 +32,7 @@ _STATIC_FILES: Final = (
     "index.html",
     "app.js",
     "media.js",
+    "console.js",
     "groups.js",
     "study.js",
     "table.js",
@@ -628,6 +630,19 @@ def _media(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     return jsonable({"run": run.label, "media": found})
 
 
+def _console(store: RunStore, query: Mapping[str, str], now: float) -> Any:
+    """Answer a run's captured console: its last lines, or a search (dashboard/_console.py)."""
+    run = _run(store, query)
+    rank = _int(query, "rank", 0)
+    if rank not in run.files:
+        msg = f"run {run.label!r} has no rank {rank}; it has {sorted(run.files)}"
+        raise ApiError(HTTPStatus.NOT_FOUND, msg)
+    try:
+        return jsonable(console_answer(run.label, rank, run.files[rank].tail.path, query))
+    except ConsoleRequestError as err:
+        raise ApiError(err.status, str(err)) from None
+
+
 def _count(query: Mapping[str, str], key: str, default: int) -> int:
     text = query.get(key)
     if text is None:
@@ -690,4 +705,5 @@ _API: Final[dict[str, Callable[[RunStore, Mapping[str, str], float], Any]]] = {
     "/api/series": _series,
     "/api/run": _detail,
     "/api/media": _media,
+    "/api/console": _console,
 }

@@ -5,7 +5,7 @@ One module per concept: `_files` (which files make up a run), `_lines` (decoding
 bookkeeping: what every engine and view shares), `_columnar` (the pyarrow engine), `_copies`
 (the Parquet copy of a finished log), `_frames` (load, compare), `_summary` (a run's model:
 its table row and attempts), `_table` (runs), `_diff` (diff), `_media` (media, histograms),
-`_duckdb` (SQL) and `_spark`.
+`_duckdb` (SQL), `_spark` and `_console` (a run's captured console).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from runlines.reading._console import ConsoleLine, console, read_console
     from runlines.reading._diff import MetricDiff, RunDiff, diff
     from runlines.reading._files import (
         LOG_SUFFIX,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AGGREGATIONS",
     "LOG_SUFFIX",
+    "ConsoleLine",
     "LogFile",
     "LogFollower",
     "MetricDiff",
@@ -50,6 +52,7 @@ __all__ = [
     "RunSummary",
     "attempt_count",
     "compare",
+    "console",
     "decode_line",
     "diff",
     "find_logs",
@@ -65,6 +68,7 @@ __all__ = [
     "log_file",
     "media",
     "numeric_fields",
+    "read_console",
     "run_labels",
     "run_status",
     "runs",
@@ -75,6 +79,7 @@ __all__ = [
 # Each name is imported from its module on first use: `load` of a finished run then pays for
 # the modules it runs, not for `diff`'s or `runs`' (a fresh process's import is part of a read).
 _HOMES = {
+    **dict.fromkeys(("ConsoleLine", "console", "read_console"), "_console"),
     **dict.fromkeys(("MetricDiff", "RunDiff", "diff"), "_diff"),
     **dict.fromkeys(
         ("LOG_SUFFIX", "LogFile", "find_logs", "is_locked", "lock_path", "log_file",

@@ -703,6 +703,7 @@ async function showRun(label) {
     el("pre", {class: "trace"}, a.traceback || `${a.exc_type}: ${a.exc_message || ""}`)));
   const charts = el("div", {class: "run-charts"});
   const media = el("div", {class: "run-media"}, el("p", {class: "muted"}, "loading…"));
+  const consoleBox = el("div", {class: "run-console"}, el("p", {class: "muted"}, "loading…"));
   view.replaceChildren(
     el("div", {class: "panel"}, el("h1", {}, label), el("div", {class: "muted"}, d.path, " · ",
       el("span", {class: "badge " + d.row.status}, d.row.status), ` · ${d.row.attempts} attempt(s) · step ${fmt(d.row.step)} · ${fmtDuration(d.row.duration_s)}`,
@@ -717,8 +718,10 @@ async function showRun(label) {
       el("div", {class: "panel"}, el("h2", {}, "Spans"), spans),
       el("div", {class: "panel"}, el("h2", {}, "Ranks"), ranks)),
     el("div", {class: "panel", id: "media"}, el("h2", {}, "Media"), media),
+    el("div", {class: "panel", id: "console"}, el("h2", {}, "Console"), consoleBox),
     el("div", {class: "panel"}, el("h2", {}, "Artifacts"), artifacts));
   showMedia(label, media);  // static/media.js
+  showConsole(label, consoleBox);  // static/console.js
   for (const c of runBoard?.charts.values() || []) c.plot?.destroy();
   runBoard = newBoard(charts, () => [label], false);
   colorOf(label);
