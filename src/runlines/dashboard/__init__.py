@@ -20,6 +20,7 @@ if typing.TYPE_CHECKING:
 
 __all__ = ["Server", "report", "serve"]
 
+_PORTS = "from 0 to 65535 (0 picks a free one)"
 _MAX_PORT = 65535
 
 
@@ -38,8 +39,7 @@ def serve(
         ValueError: *port* is not a port number, 0 to 65535 (0 picks a free one).
     """
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= _MAX_PORT:
-        msg = f"serve(port={port!r}) expected a port number from 0 to {_MAX_PORT} (0 picks a free"
-        msg += " one); pass port=0 for any free port"
+        msg = f"serve(port={port!r}) expected a port number {_PORTS}"
         raise ValueError(msg)
     from runlines.dashboard._server import serve_until_interrupted
 
