@@ -6,18 +6,33 @@ Each case runs _exiting.py in a child process, its run inside `with Run(...)` or
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _reliability import finish, read_log, spawn
+from _reliability import HERE, child_env, finish, read_log, spawn
 
 from runlines.reading import lifecycle, run_status
 
 
-def _leave(how: str, where: str, run_dir: Path) -> tuple[int, dict[str, Any]]:
-    """Run the child; return its exit code and its run_end."""
-    code, _, err = finish(spawn("_exiting.py", how, where, str(run_dir)))
+def _leave(
+    how: str, where: str, run_dir: Path, *, as_module: bool = False
+) -> tuple[int, dict[str, Any]]:
+    """Run the child (as a script, or with `python -m`); return its exit code and its run_end."""
+    if as_module:
+        path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+        child = subprocess.Popen(
+            [sys.executable, "-m", "_exiting", how, where, str(run_dir)],
+            env=child_env({"PYTHONPATH": path}),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+    else:
+        child = spawn("_exiting.py", how, where, str(run_dir))
+    code, _, err = finish(child)
     records, tail = read_log(run_dir / "r.jsonl")
     ends = [r for r in records if r["event"] == "run_end"]
     assert (tail, len(ends)) == (b"", 1), err
@@ -66,3 +81,10 @@ def test_sys_exit_caught_in_the_top_level_code_leaves_the_run_ok(run_dir: Path) 
     exit_code, end = _leave("caught_here", "open", run_dir)
 
     assert (exit_code, end["status"], end.get("exit_code")) == (0, "ok", None)
+
+
+def test_sys_exit_of_a_module_run_with_dash_m_fails_the_run(run_dir: Path) -> None:
+    exit_code, end = _leave("exit2", "open", run_dir, as_module=True)
+
+    assert exit_code == 2
+    assert {key: end.get(key) for key in _FAILED_2} == _FAILED_2
