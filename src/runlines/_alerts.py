@@ -31,7 +31,7 @@ import urllib.parse
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -218,7 +218,6 @@ class _Followed:
     run_id: str | None = None
     number: int = 0  # records read from the file's start
     restarts: int = 0
-    pending: list[Alert] = field(default_factory=list)
 
 
 class Watcher:
@@ -266,6 +265,7 @@ class Watcher:
         self._lock = filelock.FileLock(f"{self.state_path}.lock", timeout=STATE_WAIT_S)
         self.sent: dict[str, set[str]] = {}
         self._times: dict[str, list[float]] = {}  # per target: when its last alerts went
+        self._unsent: dict[str, Alert] = {}  # found, not yet sent to every target: next pass
         self._merge_state()
 
     def _merge_state(self) -> None:
@@ -311,18 +311,28 @@ class Watcher:
         os.replace(part, self.state_path)  # a watcher killed mid-write keeps the old state
 
     def poll(self) -> list[Alert]:
-        """Read what every log gained, send the alerts not sent yet; return those new."""
+        """Read what every log gained, send the alerts not sent yet; return those new.
+
+        An alert that a target did not get (down, or the state file locked too long) is
+        tried again at the next pass; it is returned only by the pass that found it.
+        """
         self._discover()
-        found: list[Alert] = []
+        found: dict[str, Alert] = {}
         for followed in self.logs.values():
             try:
-                found.extend(self._read(followed))
+                alerts = self._read(followed)
             except (OSError, ReadError) as err:  # deleted meanwhile, another user's
                 self._say(f"skipped {followed.path}: {err}")
-        fresh = [
-            a for a in found if any(a.key not in self.sent.get(t.id, ()) for t in self.targets)
-        ]
-        return self._send(fresh) if fresh else []
+                continue
+            for alert in alerts:
+                found.setdefault(alert.key, alert)  # a rule crossed twice in one pass: once
+        waiting = [a for a in {**self._unsent, **found}.values() if not self._sent_everywhere(a)]
+        new = self._send(waiting) if waiting else []
+        self._unsent = {a.key: a for a in waiting if not self._sent_everywhere(a)}
+        return [alert for alert in new if alert.key in found]
+
+    def _sent_everywhere(self, alert: Alert) -> bool:
+        return all(alert.key in self.sent.get(target.id, ()) for target in self.targets)
 
     def _discover(self) -> None:
         for source in self.sources:
@@ -417,9 +427,10 @@ class Watcher:
                     taken &= sent
                     self._send_to(target, [a for a in alerts if a.key not in sent])
             except filelock.Timeout:
+                taken &= self.sent.get(target.id, set())  # as this watcher last knew
                 self._say(
                     f"the watch state file {self.state_path} has been locked by another watcher "
-                    f"for {STATE_WAIT_S:g} s; alerts to {target.label} wait for the next pass"
+                    f"for {self._lock.timeout:g} s; alerts to {target.label} wait for the next pass"
                 )
         return [alert for alert in alerts if alert.key not in taken]
 

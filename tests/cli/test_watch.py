@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import io
 import json
 import math
 import multiprocessing
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
 import _watch_racer
@@ -418,3 +420,39 @@ def test_a_restarted_watcher_keeps_the_rate_limits_window(tmp_path: Path) -> Non
     Watcher([runs], [Target(f"file:{out}")], state, per_minute=2, clock=lambda: now[0]).poll()
 
     assert [a["kind"] for a in _alerts(out)] == ["ended", "ended", "held"]
+
+
+def test_a_state_lock_held_too_long_is_said_and_the_alerts_wait_for_the_next_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = write(
+        tmp_path / "runs" / "r.jsonl", line("run_start", run="r"), line("run_end", status="failed")
+    )
+    out, state, said = tmp_path / "alerts.jsonl", tmp_path / "state.json", io.StringIO()
+    monkeypatch.setattr("runlines._alerts.STATE_WAIT_S", 0.05)
+    watcher = Watcher([log], [Target(f"file:{out}")], state, stderr=said)
+
+    with filelock.FileLock(f"{state}.lock"):  # another watcher, in the middle of its sends
+        assert [a.kind for a in watcher.poll()] == ["ended"]
+    assert (_alerts(out), "locked by another watcher" in said.getvalue()) == ([], True)
+
+    assert watcher.poll() == []  # found by the pass before, sent by this one
+    assert [a["kind"] for a in _alerts(out)] == ["ended"]
+
+
+def test_an_alert_a_target_missed_goes_at_the_same_watchers_next_pass(
+    tmp_path: Path, receiver: tuple[str, list[dict[str, Any]], list[int]]
+) -> None:
+    url, bodies, failures = receiver
+    failures[0] = 2  # the first try and its retry
+    log = write(tmp_path / "x.jsonl", line("run_start", run="x"), line("run_end", status="failed"))
+    waits: list[float] = []
+    watcher = Watcher([log], [Target(url)], tmp_path / "state.json", retries=1, sleep=waits.append)
+
+    assert [a.kind for a in watcher.poll()] == ["ended"]
+    assert bodies == []
+
+    assert watcher.poll() == []
+    assert [b["kind"] for b in bodies] == ["ended"]
+    assert watcher.poll() == []
+    assert len(bodies) == 1
