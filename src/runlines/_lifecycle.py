@@ -45,7 +45,7 @@ _previous: dict[int, Any] = {}
 _previous_excepthook: Any = None
 _uncaught: BaseException | None = None
 _previous_exit: Any = None
-_SYS_EXIT: Any = sys.exit  # what _exit calls should _restore() run while it is being called
+_SYS_EXIT: Any = sys.exit  # the interpreter's: what _exit calls if _restore() ran meanwhile
 # The last SystemExit that sys.exit() raised in the main thread while a run was open (a copy:
 # its traceback would hold the frames' locals), the main thread's outermost frame then, and
 # the instruction that frame was at. By the time atexit runs, the interpreter dropped it.
@@ -126,7 +126,7 @@ def _restore() -> None:
     _previous_excepthook = None
     if _previous_exit is not None and sys.exit is _exit:
         sys.exit = _previous_exit
-    _previous_exit, _exit_raised = None, None  # and the frame it holds
+    _previous_exit, _exit_raised = None, None  # with the frame it held
     if threading.current_thread() is threading.main_thread() and _previous:
         import signal  # loaded by _install, which filled _previous
 
