@@ -380,3 +380,13 @@ def test_handlers_come_back_after_a_run_closed_in_another_thread(tmp_path: Path)
         pass
 
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_sys_exit_is_wrapped_only_while_a_run_is_open(tmp_path: Path) -> None:
+    before = sys.exit
+    with Run("r", tmp_path, stdout=False):
+        wrapped = sys.exit
+        with pytest.raises(SystemExit) as raised:
+            sys.exit(7)
+
+    assert (wrapped is not before, sys.exit is before, raised.value.code) == (True, True, 7)

@@ -10,6 +10,10 @@ number), so a restarted watcher sends nothing twice. A target that fails is retr
 backoff, said on stderr, and tried again at the next pass with the rest of its alerts of
 this pass; it never stops the others. Past
 *per_minute* alerts to a target, the rest of a pass go as one summary (`held`).
+
+Watchers may share one state file: each sends to a target under the file's lock (`.lock`
+beside it), having read what the others sent and when, and writes the merge back by an atomic
+rename; so an alert goes once overall, and the rate limit's window is theirs together.
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+
+import filelock
 
 from runlines import _layout
 from runlines._layout import RUN_END, RUN_START, is_log_name
@@ -47,6 +53,7 @@ RETRIES: Final = 3
 BACKOFF_S: Final = 0.5  # doubled after each failed try
 PER_MINUTE: Final = 20  # alerts to one target a minute; more are summed up in one
 RATE_WINDOW_S: Final = 60.0
+STATE_WAIT_S: Final = 120.0  # another watcher holds the state lock at most for a pass's sends
 
 
 @dataclass
@@ -211,17 +218,17 @@ class _Followed:
     run_id: str | None = None
     number: int = 0  # records read from the file's start
     restarts: int = 0
-    pending: list[Alert] = field(default_factory=list)
 
 
 class Watcher:
     """The runs of *sources* (folders and log files) watched; `poll()` sends the new alerts.
 
-    *targets* each get every alert once; *state* is the JSON file that keeps what was sent.
-    *ok* alerts on runs that ended ok too. *alive* says whether a log's writer holds its lock;
-    At most *per_minute* alerts (0: no limit) go to one target a minute, by *clock*; the others
-    of a pass are held back and summed up in one `held` alert. *sleep* waits between tries;
-    *stderr* hears about targets that failed.
+    *targets* each get every alert once; *state* is the JSON file that keeps what was sent,
+    and when, for every watcher that shares it. *ok* alerts on runs that ended ok too. *alive*
+    says whether a log's writer holds its lock. At most *per_minute* alerts (0: no limit) go
+    to one target a minute, by *clock* (wall-clock seconds: the window is in the state file);
+    the others of a pass are held back and summed up in one `held` alert. *sleep* waits
+    between tries; *stderr* hears about targets that failed.
     """
 
     def __init__(
@@ -237,7 +244,7 @@ class Watcher:
         alive: Callable[[Path], bool] = is_locked,
         per_minute: int = PER_MINUTE,
         sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
         stderr: Any = None,
     ) -> None:
         self.sources = [Path(source) for source in sources]
@@ -251,48 +258,81 @@ class Watcher:
         self.per_minute = per_minute
         self.sleep = sleep
         self.clock = clock
-        self._times: dict[str, deque[float]] = {}  # per target: when its last alerts went
         self.stderr = stderr
         self.logs: dict[Path, _Followed] = {}
-        self.sent: dict[str, set[str]] = self._load_state()
+        # never removed: a watcher waiting on it would hold a lock that a third one, finding
+        # no file there, could take too
+        self._lock = filelock.FileLock(f"{self.state_path}.lock", timeout=STATE_WAIT_S)
+        self.sent: dict[str, set[str]] = {}
+        self._times: dict[str, list[float]] = {}  # per target: when its last alerts went
+        self._unsent: dict[str, Alert] = {}  # found, not yet sent to every target: next pass
+        self._merge_state()
 
-    def _load_state(self) -> dict[str, set[str]]:
+    def _merge_state(self) -> None:
+        """Add what the state file says was sent to what this watcher knows; take its times."""
+        sent, times = self._read_state()
+        for spec, keys in sent.items():
+            self.sent.setdefault(spec, set()).update(keys)
+        self._times.update(times)  # the file's: each watcher saves a send at once, under the lock
+
+    def _read_state(self) -> tuple[dict[str, set[str]], dict[str, list[float]]]:
         try:
             data = json.loads(self.state_path.read_text())
         except FileNotFoundError:
-            return {}
+            return {}, {}
         except (OSError, ValueError) as err:
             msg = (
                 f"cannot read the watch state file {self.state_path}: {err}; "
                 "fix or delete it (a deleted one sends every event again)"
             )
             raise ReadError(msg) from err
-        sent = data.get("sent") if isinstance(data, dict) else None
-        if not isinstance(sent, dict):
-            return {}
-        return {str(spec): set(map(str, keys)) for spec, keys in sent.items()}
+        if not isinstance(data, dict):
+            return {}, {}
+        sent, times = data.get("sent"), data.get("times")
+        sent = sent if isinstance(sent, dict) else {}
+        times = times if isinstance(times, dict) else {}
+        return (
+            {str(spec): set(map(str, keys)) for spec, keys in sent.items()},
+            {
+                str(spec): [float(t) for t in stamps if type(t) in (int, float)]
+                for spec, stamps in times.items()
+                if isinstance(stamps, list)
+            },
+        )
 
     def _save_state(self) -> None:
-        body = {"sent": {spec: sorted(keys) for spec, keys in self.sent.items()}}
+        """Write the state file whole, by a rename; called under the state lock."""
+        body = {
+            "sent": {spec: sorted(keys) for spec, keys in self.sent.items()},
+            "times": self._times,
+        }
         part = self.state_path.with_name(self.state_path.name + f".{os.getpid()}.part")
         part.write_text(json.dumps(body, indent=1))
         os.replace(part, self.state_path)  # a watcher killed mid-write keeps the old state
 
     def poll(self) -> list[Alert]:
-        """Read what every log gained, send the alerts not sent yet; return those new."""
+        """Read what every log gained, send the alerts not sent yet; return those new.
+
+        An alert that a target did not get (down, or the state file locked too long) is
+        tried again at the next pass; it is returned only by the pass that found it.
+        """
         self._discover()
-        found: list[Alert] = []
+        found: dict[str, Alert] = {}
         for followed in self.logs.values():
             try:
-                found.extend(self._read(followed))
+                alerts = self._read(followed)
             except (OSError, ReadError) as err:  # deleted meanwhile, another user's
                 self._say(f"skipped {followed.path}: {err}")
-        fresh = [
-            a for a in found if any(a.key not in self.sent.get(t.id, ()) for t in self.targets)
-        ]
-        if fresh:
-            self._send(fresh)
-        return fresh
+                continue
+            for alert in alerts:
+                found.setdefault(alert.key, alert)  # a rule crossed twice in one pass: once
+        waiting = [a for a in {**self._unsent, **found}.values() if not self._sent_everywhere(a)]
+        new = self._send(waiting) if waiting else []
+        self._unsent = {a.key: a for a in waiting if not self._sent_everywhere(a)}
+        return [alert for alert in new if alert.key in found]
+
+    def _sent_everywhere(self, alert: Alert) -> bool:
+        return all(alert.key in self.sent.get(target.id, ()) for target in self.targets)
 
     def _discover(self) -> None:
         for source in self.sources:
@@ -376,29 +416,46 @@ class Watcher:
             "when", run, str(followed.path), attempt, key, message, None, record, rule=rule.text
         )
 
-    def _send(self, alerts: list[Alert]) -> None:
+    def _send(self, alerts: list[Alert]) -> list[Alert]:
+        """Send each target the alerts it was not sent; return those no watcher had sent."""
+        taken = {alert.key for alert in alerts}  # those every target had, from any watcher
         for target in self.targets:
-            sent = self.sent.setdefault(target.id, set())
-            times = self._times.setdefault(target.id, deque())
-            now = self.clock()
-            while times and times[0] <= now - RATE_WINDOW_S:
-                times.popleft()
-            held = []
-            for alert in alerts:
-                if alert.key in sent:
-                    continue
-                if self.per_minute and len(times) >= self.per_minute:
-                    held.append(alert)
-                elif self._try(target, alert):
-                    times.append(now)
-                    sent.add(alert.key)
-                    self._save_state()  # at once: a watcher killed next sends it no more
-                else:  # down: the rest wait for the next pass, not each for its retries
-                    held = []
-                    break
-            if held and self._try(target, self._held(held)):
-                sent.update(alert.key for alert in held)  # the summary stands for them
-                self._save_state()
+            try:
+                with self._lock:
+                    self._merge_state()  # what the other watchers sent meanwhile
+                    sent = self.sent.setdefault(target.id, set())
+                    taken &= sent
+                    self._send_to(target, [a for a in alerts if a.key not in sent])
+            except filelock.Timeout:
+                taken &= self.sent.get(target.id, set())  # as this watcher last knew
+                self._say(
+                    f"the watch state file {self.state_path} has been locked by another watcher "
+                    f"for {self._lock.timeout:g} s; alerts to {target.label} wait for the next pass"
+                )
+        return [alert for alert in alerts if alert.key not in taken]
+
+    def _send_to(self, target: Target, alerts: list[Alert]) -> None:
+        """Send *alerts* to *target*, within its rate limit; called under the state lock."""
+        sent = self.sent[target.id]
+        now = self.clock()
+        times = [t for t in self._times.get(target.id, ()) if t > now - RATE_WINDOW_S]
+        self._times[target.id] = times
+        held: dict[str, Alert] = {}
+        for alert in alerts:
+            if alert.key in sent or alert.key in held:
+                continue  # a rule crossed twice in one pass: once per run, attempt and rule
+            if self.per_minute and len(times) >= self.per_minute:
+                held[alert.key] = alert
+            elif self._try(target, alert):
+                times.append(now)
+                sent.add(alert.key)
+                self._save_state()  # at once: a watcher killed next sends it no more
+            else:  # down: the rest wait for the next pass, not each for its retries
+                held = {}
+                break
+        if held and self._try(target, self._held(list(held.values()))):
+            sent.update(held)  # the summary stands for them
+            self._save_state()
 
     def _held(self, held: list[Alert]) -> Alert:
         """Return the one alert that says which alerts the rate limit held back."""

@@ -2,6 +2,12 @@
 
 Open runs register here; the hooks are installed while at least one run is open and restored
 exactly as they were when the last one closes.
+
+A SystemExit that ends the process reaches neither the exception hook nor atexit, which runs
+after the interpreter dropped it. So `sys.exit` is wrapped while a run is open: the wrapper
+remembers the SystemExit it raises in the main thread, and at exit the run ends with its code
+if that exit ended the process (see _exit_that_ended_the_process). A `raise SystemExit(...)`
+outside a `with Run(...)` block is not seen (docs/run.md).
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ _runs: list[Closable] = []
 _previous: dict[int, Any] = {}
 _previous_excepthook: Any = None
 _uncaught: BaseException | None = None
+_previous_exit: Any = None
+_SYS_EXIT: Any = sys.exit  # the interpreter's: what _exit calls if _restore() ran meanwhile
+# The last SystemExit that sys.exit() raised in the main thread while a run was open (a copy:
+# its traceback would hold the frames' locals), the main thread's outermost frame then, and
+# the instruction that frame was at. By the time atexit runs, the interpreter dropped it.
+_exit_raised: tuple[SystemExit, FrameType, int] | None = None
 _atexit_registered = False
 _fork_registered = False
 # Runs whose end was under way when a signal that ends the process came, and that signal: the
@@ -83,9 +95,11 @@ def open_runs() -> list[Closable]:
 
 
 def _install() -> None:
-    global _previous_excepthook
+    global _previous_excepthook, _previous_exit, _exit_raised
     _previous_excepthook = sys.excepthook
     sys.excepthook = _excepthook
+    _previous_exit, _exit_raised = sys.exit, None
+    sys.exit = _exit
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers can only be set from the main thread
     import signal  # see _ENDING
@@ -106,10 +120,13 @@ def _install() -> None:
 def _restore() -> None:
     """Put back the hooks; signal handlers only from the main thread (elsewhere they stay, and
     _handler passes each signal on as runlines would not be there)."""
-    global _previous_excepthook
+    global _previous_excepthook, _previous_exit, _exit_raised
     if _previous_excepthook is not None and sys.excepthook is _excepthook:
         sys.excepthook = _previous_excepthook
     _previous_excepthook = None
+    if _previous_exit is not None and sys.exit is _exit:
+        sys.exit = _previous_exit
+    _previous_exit, _exit_raised = None, None  # with the frame it held
     if threading.current_thread() is threading.main_thread() and _previous:
         import signal  # loaded by _install, which filled _previous
 
@@ -169,9 +186,38 @@ def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackTy
     hook(kind, value, tb)
 
 
+def _exit(status: object = None, /) -> Any:
+    """Call sys.exit as before runlines, remembering the SystemExit it raises in the main thread."""
+    global _exit_raised
+    try:
+        return (_previous_exit or _SYS_EXIT)(status)
+    except SystemExit as exc:
+        if threading.current_thread() is threading.main_thread():
+            outermost = sys._getframe()
+            while outermost.f_back is not None:
+                outermost = outermost.f_back
+            _exit_raised = SystemExit(*exc.args), outermost, outermost.f_lasti
+        raise
+
+
+def _exit_that_ended_the_process() -> SystemExit | None:
+    """Return the SystemExit that ends the process, if sys.exit raised it; else None.
+
+    It did when the main thread's outermost frame (the script's, or runpy's for `python -m`)
+    ended at the instruction it was at when sys.exit was called: an exit caught anywhere (by a
+    test runner, a notebook or the job) let that frame go on. One that the outermost frame
+    re-raises (a bare `raise`, a `try/finally`) moved it too, and is missed (docs/run.md).
+    """
+    if _exit_raised is None:
+        return None
+    exc, outermost, lasti = _exit_raised
+    return exc if outermost.f_lasti == lasti else None
+
+
 def _at_exit() -> None:
+    ending = _uncaught if _uncaught is not None else _exit_that_ended_the_process()
     for run in list(_runs):
-        run._on_exit(_uncaught)
+        run._on_exit(ending)
 
 
 def _after_fork_in_child() -> None:

@@ -179,20 +179,31 @@ def _open_sink(path: Path, fsync: bool) -> FileSink:
 def _acquire_lock(directory: Path, name: str, path: Path) -> filelock.BaseFileLock:
     """Return the run lock of the log at *path*, taken; refuse when a live process holds it."""
     lock = filelock.FileLock(_layout.lock_path(path), timeout=_LOCK_WAIT_S)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
+    if not _take(lock, path):
         holder = _layout.last_attempt(path)[0] or {}
         who = f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}"
         msg = (
             f"run {name!r} in {str(directory)!r} is already being written by {who}; "
             "wait for that process to end, or give this run another name"
         )
-        raise RunLockedError(msg) from None
-    except OSError as err:
-        msg = f"cannot lock {str(path)!r} ({err}); pass a writable directory"
-        raise OSError(err.errno, msg) from err
+        raise RunLockedError(msg)
     return lock
+
+
+def _take(lock: filelock.BaseFileLock, where: Path) -> bool:
+    """Take *lock*; return False when another process holds it past the lock's timeout.
+
+    Raises:
+        OSError: the lock file cannot be made; the message names *where* (a log or a folder).
+    """
+    try:
+        lock.acquire()
+    except filelock.Timeout:
+        return False
+    except OSError as err:
+        msg = f"cannot lock {str(where)!r} ({err}); pass a writable directory"
+        raise OSError(err.errno, msg) from err
+    return True
 
 
 # -- resume="auto": a rerun is a new run, a restart continues (docs/run.md) ----------------------
@@ -227,18 +238,13 @@ def _claim_name(
             return name, lock, ""
         lock.release()  # a rerun: the name lock decides which name it takes
     naming = filelock.FileLock(_layout.name_lock_path(directory, name), timeout=_NAME_WAIT_S)
-    try:
-        naming.acquire()
-    except filelock.Timeout:
+    if not _take(naming, directory):
         msg = (
             f"another launch of run {name!r} in {str(directory)!r} has been "
             f"choosing its name for {_NAME_WAIT_S:g} s; try again, or give this run "
             "another name"
         )
-        raise RunLockedError(msg) from None
-    except OSError as err:
-        msg = f"cannot lock {str(directory)!r} ({err}); pass a writable directory"
-        raise OSError(err.errno, msg) from err
+        raise RunLockedError(msg)
     try:
         return _choose_run(directory, name, rank)
     finally:
@@ -328,14 +334,7 @@ def _has_records(path: Path) -> bool:
 def _try_lock(path: Path) -> filelock.BaseFileLock | None:
     """Return the run lock of the log at *path*, taken, or None when a live process holds it."""
     lock = filelock.FileLock(_layout.lock_path(path), timeout=_LOCK_WAIT_S)
-    try:
-        lock.acquire()
-    except filelock.Timeout:
-        return None
-    except OSError as err:
-        msg = f"cannot lock {str(path)!r} ({err}); pass a writable directory"
-        raise OSError(err.errno, msg) from err
-    return lock
+    return lock if _take(lock, path) else None
 
 
 def _is_held(path: Path) -> bool:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import http.server
+import io
 import json
 import math
+import multiprocessing
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -15,8 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import filelock
 import pytest
 
+import _watch_racer
 from _logs import line, write
 from runlines import Run
 from runlines._alerts import Target, Watcher
@@ -323,3 +328,131 @@ def test_a_watcher_restarted_mid_run_sends_only_what_is_new(tmp_path: Path) -> N
     assert [a.kind for a in restarted.poll()] == ["died"]
 
     assert [a["kind"] for a in _alerts(out)] == ["nonfinite", "stall", "died"]
+
+
+_RACE_TIMEOUT_S = 120.0
+_RACING_RUNS = 15
+
+
+def _race(tmp_path: Path, args: list[list[str]]) -> None:
+    """Run one watcher process per entry of *args* (its CLI arguments) at once, on one state."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(len(args), timeout=_RACE_TIMEOUT_S)
+    runs, state = str(tmp_path / "runs"), str(tmp_path / "state.json")
+    workers = [
+        context.Process(target=_watch_racer.watcher, args=(runs, state, own, barrier))
+        for own in args
+    ]
+    for process in workers:
+        process.start()
+    for process in workers:
+        process.join(_RACE_TIMEOUT_S)
+        if process.is_alive():
+            process.kill()
+    assert [p.exitcode for p in workers] == [0] * len(workers)
+
+
+def _failed_runs(tmp_path: Path) -> set[str]:
+    """Write _RACING_RUNS failed runs, each with a stall; return their alerts' keys."""
+    for n in range(_RACING_RUNS):
+        write(
+            tmp_path / "runs" / f"r{n}.jsonl",
+            line("run_start", run=f"r{n}", id=f"id{n}", attempt=1),
+            line("stall", run=f"r{n}", idle_s=900.0),
+            line("run_end", run=f"r{n}", status="failed"),
+        )
+    return {f"id{n}/1/{kind}" for n in range(_RACING_RUNS) for kind in ("stall/2", "ended")}
+
+
+def _sent(path: Path) -> list[tuple[str, str]]:
+    return sorted((a["run"], a["kind"]) for a in _alerts(path))
+
+
+def test_watchers_racing_on_one_state_file_send_each_alert_once_and_lose_no_entry(
+    tmp_path: Path,
+) -> None:
+    workers = 6
+    keys = _failed_runs(tmp_path)
+    shared = tmp_path / "shared.jsonl"
+    own = [tmp_path / f"own{n}.jsonl" for n in range(workers)]
+    args = [["--notify", f"file:{shared}", "--notify", f"file:{path}"] for path in own]
+
+    _race(tmp_path, [[*each, "--per-minute", "0"] for each in args])
+
+    expected = sorted((f"r{n}", kind) for n in range(_RACING_RUNS) for kind in ("ended", "stall"))
+    assert _sent(shared) == expected  # once overall, though every watcher found each
+    assert [_sent(path) for path in own] == [expected] * workers
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["sent"] == {f"file:{path}": sorted(keys) for path in [shared, *own]}
+
+
+# a target that takes a while (a Python start) per alert: the watchers' passes overlap
+_APPEND = "import sys; open(sys.argv[1], 'ab').write(sys.stdin.buffer.read() + b'\\n')"
+
+
+def test_watchers_racing_on_one_state_file_share_one_rate_limit(tmp_path: Path) -> None:
+    _failed_runs(tmp_path)
+    out = tmp_path / "alerts.jsonl"
+    slow = f"cmd:{shlex.quote(sys.executable)} -c {shlex.quote(_APPEND)} {shlex.quote(str(out))}"
+
+    _race(tmp_path, [["--notify", slow, "--per-minute", "5"]] * 6)
+
+    sent = _alerts(out)
+    assert [a["kind"] == "held" for a in sent] == [False] * 5 + [True]
+    assert sent[5]["record"]["held"] == 2 * _RACING_RUNS - 5
+
+
+def test_a_restarted_watcher_keeps_the_rate_limits_window(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    for n in range(2):
+        write(
+            runs / f"r{n}.jsonl", line("run_start", run=f"r{n}"), line("run_end", status="failed")
+        )
+    out, state = tmp_path / "alerts.jsonl", tmp_path / "state.json"
+    now = [1000.0]
+    Watcher([runs], [Target(f"file:{out}")], state, per_minute=2, clock=lambda: now[0]).poll()
+    for n in range(2, 4):
+        write(
+            runs / f"r{n}.jsonl", line("run_start", run=f"r{n}"), line("run_end", status="failed")
+        )
+
+    now[0] += 30.0
+    Watcher([runs], [Target(f"file:{out}")], state, per_minute=2, clock=lambda: now[0]).poll()
+
+    assert [a["kind"] for a in _alerts(out)] == ["ended", "ended", "held"]
+
+
+def test_a_state_lock_held_too_long_is_said_and_the_alerts_wait_for_the_next_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = write(
+        tmp_path / "runs" / "r.jsonl", line("run_start", run="r"), line("run_end", status="failed")
+    )
+    out, state, said = tmp_path / "alerts.jsonl", tmp_path / "state.json", io.StringIO()
+    monkeypatch.setattr("runlines._alerts.STATE_WAIT_S", 0.05)
+    watcher = Watcher([log], [Target(f"file:{out}")], state, stderr=said)
+
+    with filelock.FileLock(f"{state}.lock"):  # another watcher, in the middle of its sends
+        assert [a.kind for a in watcher.poll()] == ["ended"]
+    assert (_alerts(out), "locked by another watcher" in said.getvalue()) == ([], True)
+
+    assert watcher.poll() == []  # found by the pass before, sent by this one
+    assert [a["kind"] for a in _alerts(out)] == ["ended"]
+
+
+def test_an_alert_a_target_missed_goes_at_the_same_watchers_next_pass(
+    tmp_path: Path, receiver: tuple[str, list[dict[str, Any]], list[int]]
+) -> None:
+    url, bodies, failures = receiver
+    failures[0] = 2  # the first try and its retry
+    log = write(tmp_path / "x.jsonl", line("run_start", run="x"), line("run_end", status="failed"))
+    waits: list[float] = []
+    watcher = Watcher([log], [Target(url)], tmp_path / "state.json", retries=1, sleep=waits.append)
+
+    assert [a.kind for a in watcher.poll()] == ["ended"]
+    assert bodies == []
+
+    assert watcher.poll() == []
+    assert [b["kind"] for b in bodies] == ["ended"]
+    assert watcher.poll() == []
+    assert len(bodies) == 1

@@ -1,23 +1,19 @@
 """Zygote of the media SIGKILL trials: imports runlines and numpy once, forks one writer per trial.
 
-Reads one JSON trial spec a line on stdin: {"dir", "name", "seed"}. Each writer opens its run,
-prints `pid <pid>`, then `ack <seq>` after every run.image() (or images(), table(), audio())
-call that returned, until the test kills it; the zygote then prints `done <wait status>`.
-Run as `python _media_writer.py`.
+Reads one JSON trial spec a line on stdin: {"dir", "name", "seed"}; each writer opens its run,
+then acks every run.image() (or images(), table(), audio()) call that returned (see
+_zygote.py). Run as `python _media_writer.py`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-import traceback
 
 import numpy as np
 import pandas  # noqa: F401 - imported once here (pyarrow's tables use it), not per writer
 import pyarrow.parquet  # noqa: F401
+from _zygote import fork_trials
 
-import runlines._context
 from runlines import Run
 
 
@@ -42,25 +38,5 @@ def write_trial(spec: dict[str, object]) -> None:
         seq += 1
 
 
-def no_git(cwd: str, timeout_s: float = 0.0) -> dict[str, object]:
-    """run_start's git probe starts subprocesses per Run; it has no part in durability."""
-    return {}
-
-
-def main() -> None:
-    runlines._context.git_state = no_git
-    for line in sys.stdin:
-        spec = json.loads(line)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                write_trial(spec)
-            except BaseException:
-                traceback.print_exc()
-            os._exit(70)  # only reached when the writer failed: the test sees status 70
-        _, status = os.waitpid(pid, 0)
-        os.write(1, b"done %d\n" % status)
-
-
 if __name__ == "__main__":
-    main()
+    fork_trials(write_trial)

@@ -11,73 +11,16 @@ media folder is a hidden temporary file or a complete file whose record the kill
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import random
 import signal
-import subprocess
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
-from _reliability import CHILD_TIMEOUT_S, read_log, spawn
+from _reliability import read_log
+from _zygote import Zygote
 
 TRIALS = 30
 MEDIA = ("image", "table", "audio")
-
-
-class Zygote:
-    """The forking writer (_media_writer.py), driven one trial at a time."""
-
-    def __init__(self) -> None:
-        self.child = spawn("_media_writer.py", stdin=subprocess.PIPE)
-        assert self.child.stdin is not None
-        assert self.child.stdout is not None
-        self.stdin, self.stdout = self.child.stdin, self.child.stdout
-
-    def trial(self, folder: Path, seed: int, acks: int, delay_s: float) -> int:
-        """Run one writer until *acks* acknowledgements and *delay_s* more, SIGKILL it; return
-        the highest sequence number acknowledged (-1 for none)."""
-        spec = {"dir": str(folder), "name": "job", "seed": seed}
-        self.stdin.write(json.dumps(spec).encode() + b"\n")
-        self.stdin.flush()
-        words = self.stdout.readline().split()
-        assert words[0] == b"pid", words
-        pid = int(words[1])
-        watchdog = threading.Timer(CHILD_TIMEOUT_S, lambda: _kill(pid))
-        watchdog.start()
-        try:
-            acked = -1
-            while acked + 1 < acks:
-                line = self.stdout.readline()
-                assert line.startswith(b"ack "), line  # a writer that failed says `done 17920`
-                acked = int(line.split()[1])
-            time.sleep(delay_s)  # the kill lands at a random point of the next call
-            _kill(pid)
-            while True:
-                line = self.stdout.readline()
-                if line.startswith(b"done "):
-                    break
-                acked = int(line.split()[1])  # acknowledged before the kill arrived
-        finally:
-            watchdog.cancel()
-        assert int(line.split()[1]) == signal.SIGKILL, line  # killed, not failed
-        return acked
-
-    def close(self) -> None:
-        self.stdin.close()
-        self.child.wait(CHILD_TIMEOUT_S)
-        self.stdout.close()
-        if self.child.stderr is not None:
-            self.child.stderr.close()
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def _check(folder: Path, acked: int) -> tuple[int, int]:
@@ -116,12 +59,15 @@ def test_sigkill_during_media_writes_never_leaves_a_record_without_its_file(
     tmp_path: Path,
 ) -> None:
     rng = random.Random(27)
-    zygote = Zygote()
+    zygote = Zygote("_media_writer.py")
     try:
         totals = [0, 0]
         for trial in range(TRIALS):
             folder = tmp_path / f"trial{trial}"
-            acked = zygote.trial(folder, trial, rng.randint(0, 12), rng.uniform(0, 0.01))
+            spec = {"dir": str(folder), "name": "job", "seed": trial}
+            outcome = zygote.run(spec, rng.randint(0, 12), rng.uniform(0, 0.01))
+            assert outcome.status == signal.SIGKILL, outcome  # killed, not failed
+            acked = outcome.acked
             found, strays = _check(folder, acked)
             totals[0] += found
             totals[1] += strays

@@ -11,8 +11,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +19,8 @@ from typing import Any
 
 import pytest
 from _payloads import KINDS, LONG_KINDS, plain, same
-from _reliability import CHILD_TIMEOUT_S, read_log, spawn, strict_loads
+from _reliability import read_log, strict_loads
+from _zygote import Outcome, Zygote
 
 import runlines
 from runlines import Run, RunlinesWarning
@@ -48,13 +47,6 @@ class Trial:
     kill_after: int  # acknowledgements read before the kill
 
 
-@dataclass(frozen=True)
-class Outcome:
-    pid: int
-    acked: int  # the highest seq acknowledged, -1 for none
-    status: int  # the writer's wait status
-
-
 def plan_trials(count: int, seed: int, kinds: tuple[str, ...]) -> list[Trial]:
     """Return *count* trials cycling through *kinds* and fsync on/off, kill points at random."""
     rng = random.Random(seed)
@@ -65,58 +57,6 @@ def plan_trials(count: int, seed: int, kinds: tuple[str, ...]) -> list[Trial]:
         most = _MAX_ACKS[kind] // (10 if fsync else 1)  # a disk flush per record is slow
         trials.append(Trial(kind, fsync, rng.randint(0, max(most, 1))))
     return trials
-
-
-class Zygote:
-    """The forking writer process (_kill_writer.py), driven one trial at a time."""
-
-    def __init__(self, *, with_torch: bool) -> None:
-        args = ("--torch",) if with_torch else ()
-        self.child = spawn("_kill_writer.py", *args, stdin=subprocess.PIPE)
-        self.writer = 0  # the pid of the trial's writer, once it said it
-
-    def _kill_all(self) -> None:
-        """The watchdog: a trial that hangs fails, it does not stop the suite."""
-        if self.writer:
-            os.kill(self.writer, signal.SIGKILL)
-        self.child.kill()
-
-    def _line(self) -> str:
-        assert self.child.stdout is not None
-        line = self.child.stdout.readline().decode()
-        if not line:
-            _, err = self.child.communicate()
-            raise AssertionError(f"the zygote ended early: {err.decode(errors='replace')}")
-        return line
-
-    def run(self, directory: Path, trial: Trial) -> Outcome:
-        """Start a writer for *trial*, kill it after `kill_after` acknowledgements, reap it."""
-        watchdog = threading.Timer(CHILD_TIMEOUT_S, self._kill_all)
-        watchdog.start()
-        try:
-            return self._run(directory, trial)
-        finally:
-            watchdog.cancel()
-            self.writer = 0
-
-    def _run(self, directory: Path, trial: Trial) -> Outcome:
-        assert self.child.stdin is not None
-        spec = {"dir": str(directory), "name": "r", "kind": trial.kind, "fsync": trial.fsync}
-        self.child.stdin.write(json.dumps(spec).encode() + b"\n")
-        self.child.stdin.flush()
-        self.writer = int(self._line().removeprefix("pid "))
-        acked = -1
-        while acked < trial.kill_after - 1:
-            line = self._line()
-            assert line.startswith("ack "), f"writer failed before the kill: {line!r}"
-            acked = int(line.removeprefix("ack "))
-        os.kill(self.writer, signal.SIGKILL)
-        while (line := self._line()).startswith("ack "):
-            acked = int(line.removeprefix("ack "))  # acknowledged before the kill landed
-        return Outcome(self.writer, acked, int(line.removeprefix("done ")))
-
-    def close(self) -> None:
-        self.child.communicate(timeout=CHILD_TIMEOUT_S)
 
 
 @pytest.fixture(name="no_git")
@@ -199,12 +139,13 @@ def check_restart(path: Path, torn: bool) -> None:
 def test_sigkill_at_random_points_loses_no_acknowledged_record(
     tmp_path: Path, count: int, seed: int, kinds: tuple[str, ...]
 ) -> None:
-    zygote = Zygote(with_torch="tensor" in kinds)
+    zygote = Zygote("_kill_writer.py", *(["--torch"] if "tensor" in kinds else []))
     torn = 0
     try:
         for index, trial in enumerate(plan_trials(count, seed, kinds)):
             directory = tmp_path / f"trial{index}"
-            outcome = zygote.run(directory, trial)
+            spec = {"dir": str(directory), "name": "r", "kind": trial.kind, "fsync": trial.fsync}
+            outcome = zygote.run(spec, trial.kill_after)
             was_torn = check_killed_log(directory / "r.jsonl", trial, outcome)
             check_restart(directory / "r.jsonl", was_torn)
             torn += was_torn

@@ -50,7 +50,10 @@ def add_commands(subparsers: Any) -> None:
         "--state",
         default=STATE_FILE,
         metavar="PATH",
-        help=f"the file that keeps which alerts were sent (default: {STATE_FILE})",
+        help=(
+            "the file that keeps which alerts were sent, and when; watchers may share one "
+            f"(default: {STATE_FILE})"
+        ),
     )
     watch.add_argument(
         "--when",

@@ -20,6 +20,9 @@ if typing.TYPE_CHECKING:
 
 __all__ = ["Server", "report", "serve"]
 
+_PORTS = "from 0 to 65535 (0 picks a free one)"
+_MAX_PORT = 65535
+
 
 def serve(
     *sources: str | os.PathLike[str],
@@ -31,7 +34,13 @@ def serve(
 
     Binds 127.0.0.1 by default. Any other host prints a warning and requires the token that the
     printed URL carries.
+
+    Raises:
+        ValueError: *port* is not a port number, 0 to 65535 (0 picks a free one).
     """
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= _MAX_PORT:
+        msg = f"serve(port={port!r}) expected a port number {_PORTS}"
+        raise ValueError(msg)
     from runlines.dashboard._server import serve_until_interrupted
 
     serve_until_interrupted(*sources, host=host, port=port, open_browser=open_browser)
