@@ -357,6 +357,28 @@ class TestHistogram:
         assert record["mean"] == pytest.approx(float(np.mean(values, dtype=np.float64)))
         assert record["std"] == pytest.approx(float(np.std(values, dtype=np.float64)), rel=1e-9)
 
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+    @pytest.mark.parametrize("bins", [1, 3, 64, 333, 512])
+    @pytest.mark.parametrize("shift", [0.0, 1e4, -2e3])
+    def test_values_an_ulp_either_side_of_every_edge_are_binned_as_numpy_bins_them(
+        self, run: Run, dtype: Any, bins: int, shift: float
+    ) -> None:
+        """The estimate is not numpy's: values at, just under and just over each edge (and
+        spread over several blocks) test the edges' side of it."""
+        spread = (RNG.standard_normal(70_000) * 2 + shift).astype(dtype)
+        edges = np.histogram_bin_edges(spread, bins).astype(dtype)
+        around = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+        inside = around[(around >= spread.min()) & (around <= spread.max())]
+        values = RNG.permutation(np.concatenate([spread, np.repeat(inside, 40)]))
+
+        run.histogram("h", values, step=1, bins=bins)
+
+        (record,) = records(run, "histogram")
+        counts, edges = np.histogram(values, bins)
+        assert record["counts"] == counts.tolist()
+        assert record["edges"] == edges.tolist()
+        assert record["std"] == pytest.approx(float(np.std(values, dtype=np.float64)), rel=1e-9)
+
     def test_nan_and_infinities_are_counted_apart_never_binned(self, run: Run) -> None:
         values = np.array([np.nan, 1.0, np.inf, 2.0, -np.inf, np.inf, 3.0, np.nan, np.nan])
 

@@ -550,13 +550,13 @@ def _numbers(values: object, caller: str) -> Any:
 
 def _binned(array: Any, bins: Any, caller: str) -> dict[str, Any]:
     nan = posinf = neginf = 0
-    if array.dtype.kind == "f":
+    # min and max carry NaN and infinities: a mask of the finite values only when they do
+    if array.dtype.kind == "f" and array.size and not np.isfinite([array.min(), array.max()]).all():
         finite = np.isfinite(array)
-        if not finite.all():
-            nan = int(np.isnan(array).sum())
-            posinf = int(np.isposinf(array).sum())
-            neginf = int(array.size - finite.sum() - nan - posinf)
-            array = array[finite]
+        nan = int(np.isnan(array).sum())
+        posinf = int(np.isposinf(array).sum())
+        neginf = int(array.size - finite.sum() - nan - posinf)
+        array = array[finite]
     explicit = not isinstance(bins, int)
     counts: list[Any] = [0] * (len(bins) - 1 if explicit else bins)
     edges: list[float] | None = bins.tolist() if explicit else None
@@ -600,38 +600,81 @@ def _uniform_bins(array: Any, low: Any, high: Any, bins: int) -> tuple[Any, Any,
     """Return numpy.histogram(array, bins)'s counts and edges, and the mean and std, in one
     pass over blocks that stay in the cache.
 
-    The bins are numpy's own arithmetic, operation for operation in the array's dtype
-    (numpy 2's `_histograms_impl`), less its range mask: every value lies in [low, high]. The
-    mean and std combine the blocks' (count, mean, sum of squared deviations), which is as
-    exact as two passes (Chan et al.) and needs no BLAS, whose threads cost more than they
-    save on a busy machine.
+    numpy estimates each value's bin from `(x - low) / (high - low) * bins`, then moves it down
+    one below its bin's lower edge, and up one at or past its upper edge unless in the last
+    bin: it ends at the bin whose edges hold the value (the last one closed), from any estimate
+    off by at most one. Here the estimate is `(x - low) * scale`, and only a value whose
+    estimate lies within `_near_edge` of a whole number (an edge) is checked against the
+    edges, numpy's way; every other value is in the bin its estimate's floor names. The mean
+    and std combine the blocks' (count, mean, sum of squared deviations) (Chan et al.), each
+    block's about a centre near its mean, as exact as two passes, with no BLAS threads.
     """
-    edges = np.linspace(low, high, bins + 1, endpoint=True, dtype=np.result_type(low, high, array))
-    denom = np.subtract(high, low)
-    counts = np.zeros(bins, dtype=np.intp)
+    dtype = np.result_type(low, high, array)
+    edges = np.linspace(low, high, bins + 1, endpoint=True, dtype=dtype)
+    scale = np.divide(bins, np.subtract(high, low, dtype=dtype), dtype=dtype)
+    near = _near_edge(edges, low, high, bins)
+    wide = np.result_type(dtype, np.float32)  # the centres' sums: fast, and no float16
+    counts = np.zeros(bins + 1, dtype=np.intp)  # the last: values at `high`, folded in below
+    size = min(_BLOCK, array.size)  # each block's arrays are made once, reused in place
+    scaled, index = np.empty(size, dtype), np.empty(size, np.intp)
+    off, deviation = np.empty(size, dtype), np.empty(size, np.float64)
     seen, mean, squares = 0, 0.0, 0.0
     for start in range(0, array.size, _BLOCK):
         block = array[start : start + _BLOCK]
-        scaled = np.subtract(block, low)
-        np.divide(scaled, denom, out=scaled)
-        np.multiply(scaled, bins, out=scaled)
-        index = scaled.astype(np.intp)
-        index[index == bins] -= 1
-        index[block < edges[index]] -= 1
-        up = block >= edges[index + 1]
-        up &= index != bins - 1
-        index[up] += 1
-        counts += np.bincount(index, minlength=bins)
         size = block.size
-        block_mean = float(np.add.reduce(block, dtype=np.float64)) / size
-        deviation = np.subtract(block, block_mean, dtype=np.float64)
-        np.multiply(deviation, deviation, out=deviation)
+        at, out, gap, dev = index[:size], scaled[:size], off[:size], deviation[:size]
+        np.subtract(block, low, out=out)
+        np.multiply(out, scale, out=out)
+        np.copyto(at, out, casting="unsafe")  # toward zero: the floor of a value >= 0
+        if near is None:
+            _checked(block, at, edges, bins)
+        else:
+            np.rint(out, out=gap)
+            np.subtract(out, gap, out=gap)
+            np.abs(gap, out=gap)
+            close = np.flatnonzero(gap <= near)
+            if close.size:
+                at[close] = _checked(block[close], at[close], edges, bins)
+        counts += np.bincount(at, minlength=bins + 1)
+        centre = float(np.add.reduce(block, dtype=wide)) / size  # near the block's mean
+        if not math.isfinite(centre):  # a sum past the float32 range
+            centre = float(np.add.reduce(block, dtype=np.float64)) / size
+        np.subtract(block, centre, out=dev, dtype=np.float64)
+        first = float(np.add.reduce(dev))
+        block_squares = float(np.einsum("i,i->", dev, dev)) - first * first / size
+        block_mean = centre + first / size
         total = seen + size
         delta = block_mean - mean
         mean += delta * size / total
-        squares += float(np.add.reduce(deviation)) + delta * delta * seen * size / total
+        squares += block_squares + delta * delta * seen * size / total
         seen = total
-    return counts, edges, mean, math.sqrt(squares / seen)
+    counts[bins - 1] += counts[bins]
+    return counts[:bins], edges, mean, math.sqrt(max(squares, 0.0) / seen)
+
+
+def _near_edge(edges: Any, low: Any, high: Any, bins: int) -> float | None:
+    """Return how far from a whole number an estimate may lie and still be on the wrong side
+    of an edge; None when that is not well under half a bin (then every value is checked).
+
+    An edge is a few ulps of the larger of |low| and |high| off `low + i * width`, an estimate
+    a few ulps of `bins` off `(x - low) / width * bins`: 8 of each, in bins, bounds both.
+    """
+    eps = float(np.finfo(edges.dtype).eps)
+    magnitude = max(abs(float(low)), abs(float(high)))
+    width = float(high) - float(low)
+    bound = 8.0 * (magnitude * eps * bins / width + bins * eps)
+    return bound if bound < 0.25 else None
+
+
+def _checked(block: Any, at: Any, edges: Any, bins: int) -> Any:
+    """Move each estimate in *at* (in place) to the bin whose edges hold its value, numpy's
+    way; an estimate of `bins` (the value `high`) stays, for the caller to fold in."""
+    np.minimum(at, bins, out=at)
+    at -= block < edges[at]
+    up = block >= edges[np.minimum(at + 1, bins)]
+    up &= at < bins - 1
+    at += up
+    return at
 
 
 def _precomputed(counts: Any, edges: Any, caller: str) -> dict[str, Any]:
