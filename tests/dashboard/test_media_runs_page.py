@@ -164,3 +164,19 @@ def test_media_logged_while_the_page_is_open_appear_without_a_reload(
         expect(card).to_have_attribute("data-step", "1")
         expect(page.locator("#runs-media-step-value")).to_have_text("1")
     assert errors == []
+
+
+def test_a_runs_own_page_follows_its_media_too(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    with Run("live", serve_dir, **QUIET) as run:
+        run.text("answer", "first", step=1)
+        page.goto(server.url + "#/run/live")
+        card = page.locator('#view-run .media-card[data-kind="text"][data-name="answer"]')
+        expect(card.locator("pre")).to_have_text("first")
+
+        run.text("answer", "second", step=2)
+
+        expect(card.locator("pre")).to_have_text("second")
+        expect(page.locator("#media-step")).to_have_attribute("max", "1")
+    assert errors == []
