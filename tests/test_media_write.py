@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import wave
 import zlib
 from pathlib import Path
@@ -549,3 +551,19 @@ class TestAudio:
             run.audio("bad", samples, rate, step=1)
 
         assert records(run, "audio") == []
+
+
+def test_a_run_imports_numpy_only_with_its_first_media_call(tmp_path: Path) -> None:
+    """The media module (numpy at its top) is the door: a run that logs no media needs neither."""
+    code = (
+        "import sys, runlines\n"
+        f"with runlines.Run('a', {str(tmp_path)!r}, stdout=False, system=False) as run:\n"
+        "    run.log('step', loss=0.5)\n"
+        "    before = {'numpy', 'runlines._media'} & set(sys.modules)\n"
+        "    run.text('note', 'hello', step=1)\n"
+        "    print(sorted(before), sorted({'numpy', 'runlines._media'} & set(sys.modules)))\n"
+    )
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert done.stdout.split("\n")[0] == "[] ['numpy', 'runlines._media']"
