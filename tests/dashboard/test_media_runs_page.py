@@ -180,3 +180,21 @@ def test_a_runs_own_page_follows_its_media_too(
         expect(card.locator("pre")).to_have_text("second")
         expect(page.locator("#media-step")).to_have_attribute("max", "1")
     assert errors == []
+
+
+def test_the_media_panel_is_hidden_while_the_selected_runs_have_none(
+    serve_dir: Path, server: Server, page: Any, errors: list[str]
+) -> None:
+    with Run("plain", serve_dir, **QUIET) as run:
+        run.log("train_step", step=1, loss=0.5)
+        page.goto(server.url)
+        expect(page.locator('tr[data-run="plain"].selected')).to_have_count(1)
+        panel = page.locator(".runs-media-panel")
+        expect(page.locator("#charts .chart").first).to_be_visible()  # the page has polled
+        expect(panel).to_be_hidden()
+
+        run.image("samples", np.zeros((4, 4, 3), dtype=np.uint8), step=1)
+
+        expect(panel).to_be_visible()
+        expect(_card(page, "image", "samples")).to_have_attribute("data-step", "1")
+    assert errors == []

@@ -82,8 +82,8 @@ async function fetchMedia(label, have) {
 function refreshMedia(selected) {
   const page = document.getElementById("runs-media");
   if (page && currentView() === "runs") {
-    page.closest(".panel").hidden = !selected.length;
     if (selected.length) showMedia(selected, page);
+    else page.closest(".panel").hidden = true;
   }
   for (const [container, board] of mediaBoards) {
     if (!container.isConnected) mediaBoards.delete(container);
@@ -96,6 +96,8 @@ function drawMedia(board, container) {
   const answers = labels.map((l) => board.runs.get(l));
   const records = answers.flatMap((a) => a.media);
   const allSteps = [...new Set(records.filter((r) => typeof r.step === "number").map((r) => r.step))].sort((a, b) => a - b);
+  const panel = container.closest(".runs-media-panel");  // the runs page's: shown when there are media
+  if (panel) panel.hidden = !allSteps.length;
   if (!allSteps.length) { container.replaceChildren(el("p", {class: "muted"}, "no media")); return; }
   const groups = answers.map((a) => groupMedia(a.media));
   const makers = {image: imagePanel, histogram: histogramPanel, text: textPanel, audio: audioPanel, table: tablePanel};
