@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import wave
 import zlib
 from pathlib import Path
@@ -43,6 +45,12 @@ def decode_png(data: bytes) -> np.ndarray:
     return pixels.astype(np.uint8).reshape(height, width, channels)
 
 
+def saved(path: Path | None) -> Path:
+    """The path a media call returned: None only for input a run that is not strict refused."""
+    assert path is not None
+    return path
+
+
 def pil_pixels(path: Path) -> np.ndarray:
     from PIL import Image
 
@@ -52,7 +60,9 @@ def pil_pixels(path: Path) -> np.ndarray:
 
 @pytest.fixture(name="run")
 def _run(run_dir: Path) -> Any:
-    with Run("media", run_dir, **QUIET) as run:
+    # strict: refused input raises, so each test of an error sees it (test_media_refused.py
+    # tests the warning a run that is not strict gives instead)
+    with Run("media", run_dir, strict_fields=True, **QUIET) as run:
         yield run
 
 
@@ -74,7 +84,7 @@ class TestImageInputs:
     def test_uint8_arrays_round_trip_exactly(
         self, run: Run, array: np.ndarray, expected: np.ndarray
     ) -> None:
-        path = run.image("img", array, step=3)
+        path = saved(run.image("img", array, step=3))
 
         assert np.array_equal(decode_png(path.read_bytes()), expected)
         (record,) = records(run, "image")
@@ -99,7 +109,7 @@ class TestImageInputs:
     def test_float_arrays_in_0_1_become_round_v_times_255(self, run: Run, dtype: Any) -> None:
         array = (RGB / 255.0).astype(dtype)
 
-        path = run.image("img", array, step=0)
+        path = saved(run.image("img", array, step=0))
 
         expected = np.rint(array.astype(np.float64) * 255).astype(np.uint8)
         assert np.array_equal(decode_png(path.read_bytes()), expected)
@@ -108,9 +118,9 @@ class TestImageInputs:
         torch = pytest.importorskip("torch", reason="pip install torch")
         chw = torch.from_numpy(RGB.copy()).permute(2, 0, 1)
 
-        as_bytes = run.image("t", chw, step=1)
-        as_floats = run.image("t", chw.float() / 255, step=2)
-        gray = run.image("t", torch.from_numpy(RGB[:, :, 0].copy()), step=3)
+        as_bytes = saved(run.image("t", chw, step=1))
+        as_floats = saved(run.image("t", chw.float() / 255, step=2))
+        gray = saved(run.image("t", torch.from_numpy(RGB[:, :, 0].copy()), step=3))
 
         assert np.array_equal(decode_png(as_bytes.read_bytes()), RGB)
         assert np.array_equal(decode_png(as_floats.read_bytes()), RGB)
@@ -123,7 +133,7 @@ class TestImageInputs:
 
         image = Image.fromarray(RGB).convert(mode)
 
-        path = run.image("pil", image, step=1)
+        path = saved(run.image("pil", image, step=1))
 
         shown = image if mode in ("L", "RGB", "RGBA") else image.convert("RGB")
         expected = np.asarray(shown)
@@ -141,7 +151,7 @@ class TestImageInputs:
         rendered = io.BytesIO()
         figure.savefig(rendered, format="png")
 
-        path = run.image("fig", figure, step=1)
+        path = saved(run.image("fig", figure, step=1))
         plt.close(figure)
 
         assert path.read_bytes() == rendered.getvalue()
@@ -149,12 +159,12 @@ class TestImageInputs:
         assert (record["width"], record["height"], record["channels"]) == (100, 50, 4)
 
     def test_png_and_jpeg_files_are_kept_byte_for_byte(self, run: Run, tmp_path: Path) -> None:
-        png = run.image("src", RGB, step=1)
+        png = saved(run.image("src", RGB, step=1))
         jpeg = tmp_path / "photo.jpg"
         jpeg.write_bytes(_tiny_jpeg())
 
-        copied_png = run.image("copy", png, step=1)
-        copied_jpeg = run.image("copy", str(jpeg), step=2)
+        copied_png = saved(run.image("copy", png, step=1))
+        copied_jpeg = saved(run.image("copy", str(jpeg), step=2))
 
         assert copied_png.read_bytes() == png.read_bytes()
         assert copied_jpeg.read_bytes() == jpeg.read_bytes()
@@ -167,7 +177,7 @@ class TestImageInputs:
         smooth = np.repeat(np.linspace(0, 255, 30, dtype=np.uint8)[None, :, None], 20, 0)
         smooth = np.repeat(smooth, 3, 2)
 
-        path = run.image("jpg", smooth, step=1, format="jpeg", caption="a ramp")
+        path = saved(run.image("jpg", smooth, step=1, format="jpeg", caption="a ramp"))
 
         assert path.suffix == ".jpg"
         assert np.abs(pil_pixels(path).astype(int) - smooth).max() <= 8  # lossy, but close
@@ -189,14 +199,14 @@ class TestImageInputs:
         assert [r["index"] for r in records(run, "image")] == [0, 1]
 
     def test_the_same_image_twice_at_one_step_gets_two_files(self, run: Run) -> None:
-        first = run.image("img", RGB, step=1)
-        second = run.image("img", RGB, step=1)
+        first = saved(run.image("img", RGB, step=1))
+        second = saved(run.image("img", RGB, step=1))
 
         assert first != second
         assert second.name == f"{first.stem}-2.png"
 
     def test_a_name_with_slashes_makes_sub_folders(self, run: Run) -> None:
-        path = run.image("val/samples", RGB, step=1)
+        path = saved(run.image("val/samples", RGB, step=1))
 
         assert path.parent == run.artifacts_dir / "media" / "val" / "samples"
 
@@ -315,7 +325,7 @@ def test_without_pillow_jpeg_says_how_to_install_it(
         ImportError, match=r"needs Pillow for JPEG: pip install 'runlines\[media\]'"
     ):
         run.image("img", RGB, step=1, format="jpeg")
-    path = run.image("img", RGB, step=1)  # PNG needs no Pillow
+    path = saved(run.image("img", RGB, step=1))  # PNG needs no Pillow
     assert np.array_equal(decode_png(path.read_bytes()), RGB)
 
 
@@ -347,6 +357,28 @@ class TestHistogram:
         assert record["count"] == values.size
         assert (record["min"], record["max"]) == (values.min(), values.max())
         assert record["mean"] == pytest.approx(float(np.mean(values, dtype=np.float64)))
+        assert record["std"] == pytest.approx(float(np.std(values, dtype=np.float64)), rel=1e-9)
+
+    @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+    @pytest.mark.parametrize("bins", [1, 3, 64, 333, 512])
+    @pytest.mark.parametrize("shift", [0.0, 1e4, -2e3])
+    def test_values_an_ulp_either_side_of_every_edge_are_binned_as_numpy_bins_them(
+        self, run: Run, dtype: Any, bins: int, shift: float
+    ) -> None:
+        """The estimate is not numpy's: values at, just under and just over each edge (and
+        spread over several blocks) test the edges' side of it."""
+        spread = (RNG.standard_normal(70_000) * 2 + shift).astype(dtype)
+        edges = np.histogram_bin_edges(spread, bins).astype(dtype)
+        around = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)])
+        inside = around[(around >= spread.min()) & (around <= spread.max())]
+        values = RNG.permutation(np.concatenate([spread, np.repeat(inside, 40)]))
+
+        run.histogram("h", values, step=1, bins=bins)
+
+        (record,) = records(run, "histogram")
+        counts, edges = np.histogram(values, bins)
+        assert record["counts"] == counts.tolist()
+        assert record["edges"] == edges.tolist()
         assert record["std"] == pytest.approx(float(np.std(values, dtype=np.float64)), rel=1e-9)
 
     def test_nan_and_infinities_are_counted_apart_never_binned(self, run: Run) -> None:
@@ -427,8 +459,8 @@ class TestTable:
         pd = pytest.importorskip("pandas", reason="pip install 'runlines[pandas]'")
         rows = [{"prompt": "a", "score": 0.5}, {"prompt": "b", "score": 0.25}]
 
-        from_rows = run.table("samples", rows, step=1)
-        from_frame = run.table("samples", pd.DataFrame(rows, index=[7, 8]), step=2)
+        from_rows = saved(run.table("samples", rows, step=1))
+        from_frame = saved(run.table("samples", pd.DataFrame(rows, index=[7, 8]), step=2))
 
         assert pd.read_parquet(from_rows).to_dict("records") == rows
         assert pd.read_parquet(from_frame).to_dict("records") == rows
@@ -472,7 +504,7 @@ class TestAudio:
     def test_float_mono_becomes_16_bit_pcm(self, run: Run) -> None:
         samples = np.sin(np.linspace(0, 20, 800))
 
-        path = run.audio("tone", samples, 8000, step=1)
+        path = saved(run.audio("tone", samples, 8000, step=1))
 
         with wave.open(str(path)) as wav:
             assert (wav.getnchannels(), wav.getsampwidth(), wav.getframerate()) == (1, 2, 8000)
@@ -484,7 +516,7 @@ class TestAudio:
     def test_int16_stereo_is_written_as_is(self, run: Run) -> None:
         samples = RNG.integers(-32768, 32767, (100, 2), dtype=np.int16)
 
-        path = run.audio("stereo", samples, 16000, step=1)
+        path = saved(run.audio("stereo", samples, 16000, step=1))
 
         with wave.open(str(path)) as wav:
             assert wav.getnchannels() == 2
@@ -519,3 +551,19 @@ class TestAudio:
             run.audio("bad", samples, rate, step=1)
 
         assert records(run, "audio") == []
+
+
+def test_a_run_imports_numpy_only_with_its_first_media_call(tmp_path: Path) -> None:
+    """The media module (numpy at its top) is the door: a run that logs no media needs neither."""
+    code = (
+        "import sys, runlines\n"
+        f"with runlines.Run('a', {str(tmp_path)!r}, stdout=False, system=False) as run:\n"
+        "    run.log('step', loss=0.5)\n"
+        "    before = {'numpy', 'runlines._media'} & set(sys.modules)\n"
+        "    run.text('note', 'hello', step=1)\n"
+        "    print(sorted(before), sorted({'numpy', 'runlines._media'} & set(sys.modules)))\n"
+    )
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert done.stdout.split("\n")[0] == "[] ['numpy', 'runlines._media']"

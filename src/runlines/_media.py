@@ -13,22 +13,32 @@ import operator
 import os
 import struct
 import sys
+import threading
+import wave
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from runlines import _layout
 from runlines._encoding import MAX_INLINE_CHARS
+from runlines._warnings import warn_user
 from runlines.artifacts import check_step, record_path, write_new
-from runlines.errors import FieldError
+from runlines.errors import FieldError, RunlinesWarning
+
+try:  # the door: run.py imports this module in its first media call
+    import numpy as np
+except ImportError as err:  # pragma: no cover - numpy is in the media extra
+    msg = "runlines' media calls (run.image(), ...) need numpy: pip install 'runlines[media]'"
+    raise ImportError(msg) from err
 
 __all__ = [
     "IMAGE_FORMATS",
     "MAX_BINS",
     "check_media_name",
     "histogram_record",
+    "refusing",
     "save_audio",
     "save_image",
     "save_images",
@@ -52,6 +62,41 @@ _PNG_LEVEL: Final = 1  # zlib level: ~5x faster than 6 on photos, files ~6% larg
 _BLOCK: Final = 1 << 16  # values binned at a time (numpy's own block): they stay in the cache
 _MAX_CHANNELS: Final = 64  # more audio channels than this is a (channels, frames) mix-up
 _PCM: Final = {"uint8": 1, "int16": 2, "int32": 4}  # WAV sample widths, bytes
+# what a media call raises for input it refuses: a type, shape, dtype, range, name or step
+# (FieldError is a ValueError), or a path with no file; ImportError and a failing disk are not
+_REFUSED: Final = (TypeError, ValueError, FileNotFoundError)
+_COUNTING: Final = threading.Lock()  # around the refused counts: media calls from threads
+
+
+_T = TypeVar("_T")
+
+
+def refusing(
+    refused: dict[str, int], name: object, call: Callable[[], _T], strict: bool
+) -> _T | None:
+    """Return *call*(), or None for input it refused: counted in *refused* by media name, and
+    warned of once per name, unless *strict*: then the error is raised.
+
+    Every media call checks and encodes all of its input before its first file is written,
+    so a refused call leaves no file and no record.
+    """
+    try:
+        return call()
+    except _REFUSED as err:
+        if strict:
+            raise
+        key = name if isinstance(name, str) else repr(name)
+        with _COUNTING:
+            first = key not in refused
+            refused[key] = refused.get(key, 0) + 1
+        if first:
+            message = (
+                f"{err}; nothing was logged for it. Refused media calls are counted by name in "
+                "run_end's media_refused (warned once per name); Run(..., strict_fields=True) "
+                "raises instead"
+            )
+            warn_user(message, RunlinesWarning)
+        return None
 
 
 # -- names, steps, files ---------------------------------------------------------------------
@@ -302,8 +347,6 @@ def _reencoded(encoded: _Encoded, format: str, caller: str) -> _Encoded:
 
 def _pil_pixels(image: Any, caller: str) -> Any:
     """Return a PIL image as a uint8 numpy array HxW or HxWxC (C: 3 or 4)."""
-    import numpy as np
-
     mode = image.mode
     if mode in ("I", "I;16", "I;16B", "I;16L", "F"):
         msg = (
@@ -319,11 +362,10 @@ def _pil_pixels(image: Any, caller: str) -> Any:
 
 def _pixels(image: object, caller: str) -> Any:
     """Return *image* as a C-contiguous uint8 numpy array HxWxC, C in 1, 3, 4."""
-    numpy = sys.modules.get("numpy")
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(image, torch.Tensor):
         return _from_array(_tensor_hwc(image, caller), caller, "torch tensor")
-    if numpy is not None and isinstance(image, numpy.ndarray):
+    if isinstance(image, np.ndarray):
         return _from_array(image, caller, "numpy array")
     msg = f"{caller} cannot take a {_type_name(image)}; it takes {_IMAGES}"
     raise TypeError(msg)
@@ -346,8 +388,6 @@ def _tensor_hwc(tensor: Any, caller: str) -> Any:
 
 
 def _from_array(array: Any, caller: str, what: str) -> Any:
-    import numpy as np
-
     shape = list(array.shape)
     if array.ndim == 2:
         array = array[:, :, None]
@@ -383,8 +423,6 @@ def _png(pixels: Any) -> bytes:
     Each row is filtered 'Up' (its difference to the row above) and zlib level 1 compresses
     the whole: several times faster than an adaptive filter at level 6, files a little larger.
     """
-    import numpy as np
-
     height, width, channels = pixels.shape
     rows = pixels.reshape(height, width * channels)
     filtered = np.empty((height, width * channels + 1), dtype=np.uint8)
@@ -462,8 +500,6 @@ def _is_pair(values: tuple[Any, ...]) -> bool:
 
 def _bins(bins: object, caller: str) -> Any:
     """Return *bins* as a count, or as a numpy array of edges (every rank may share them)."""
-    import numpy as np
-
     if isinstance(bins, (list, tuple)) or type(bins).__name__ in ("ndarray", "Tensor"):
         edges = np.asarray(bins, dtype=np.float64).reshape(-1)
         if not 2 <= len(edges) <= MAX_BINS + 1:
@@ -490,8 +526,6 @@ def _bins(bins: object, caller: str) -> Any:
 
 def _numbers(values: object, caller: str) -> Any:
     """Return *values* as a flat numpy array of numbers (floats stay in their own dtype)."""
-    import numpy as np
-
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(values, torch.Tensor):
         tensor = values.detach().cpu()
@@ -515,16 +549,14 @@ def _numbers(values: object, caller: str) -> Any:
 
 
 def _binned(array: Any, bins: Any, caller: str) -> dict[str, Any]:
-    import numpy as np
-
     nan = posinf = neginf = 0
-    if array.dtype.kind == "f":
+    # min and max carry NaN and infinities: a mask of the finite values only when they do
+    if array.dtype.kind == "f" and array.size and not np.isfinite([array.min(), array.max()]).all():
         finite = np.isfinite(array)
-        if not finite.all():
-            nan = int(np.isnan(array).sum())
-            posinf = int(np.isposinf(array).sum())
-            neginf = int(array.size - finite.sum() - nan - posinf)
-            array = array[finite]
+        nan = int(np.isnan(array).sum())
+        posinf = int(np.isposinf(array).sum())
+        neginf = int(array.size - finite.sum() - nan - posinf)
+        array = array[finite]
     explicit = not isinstance(bins, int)
     counts: list[Any] = [0] * (len(bins) - 1 if explicit else bins)
     edges: list[float] | None = bins.tolist() if explicit else None
@@ -558,8 +590,6 @@ def _binned(array: Any, bins: Any, caller: str) -> dict[str, Any]:
 
 def _mean_std(array: Any) -> tuple[float, float]:
     """Return the mean and (population) std of *array* in float64, in two passes."""
-    import numpy as np
-
     mean = float(np.add.reduce(array, dtype=np.float64)) / array.size
     centered = np.subtract(array, mean, dtype=np.float64)
     np.multiply(centered, centered, out=centered)
@@ -570,45 +600,84 @@ def _uniform_bins(array: Any, low: Any, high: Any, bins: int) -> tuple[Any, Any,
     """Return numpy.histogram(array, bins)'s counts and edges, and the mean and std, in one
     pass over blocks that stay in the cache.
 
-    The bins are numpy's own arithmetic, operation for operation in the array's dtype
-    (numpy 2's `_histograms_impl`), less its range mask: every value lies in [low, high]. The
-    mean and std combine the blocks' (count, mean, sum of squared deviations), which is as
-    exact as two passes (Chan et al.) and needs no BLAS, whose threads cost more than they
-    save on a busy machine.
+    numpy estimates each value's bin from `(x - low) / (high - low) * bins`, then moves it down
+    one below its bin's lower edge, and up one at or past its upper edge unless in the last
+    bin: it ends at the bin whose edges hold the value (the last one closed), from any estimate
+    off by at most one. Here the estimate is `(x - low) * scale`, and only a value whose
+    estimate lies within `_near_edge` of a whole number (an edge) is checked against the
+    edges, numpy's way; every other value is in the bin its estimate's floor names. The mean
+    and std combine the blocks' (count, mean, sum of squared deviations) (Chan et al.), each
+    block's about a centre near its mean, as exact as two passes, with no BLAS threads.
     """
-    import numpy as np
-
-    edges = np.linspace(low, high, bins + 1, endpoint=True, dtype=np.result_type(low, high, array))
-    denom = np.subtract(high, low)
-    counts = np.zeros(bins, dtype=np.intp)
+    dtype = np.result_type(low, high, array)
+    edges = np.linspace(low, high, bins + 1, endpoint=True, dtype=dtype)
+    scale = np.divide(bins, np.subtract(high, low, dtype=dtype), dtype=dtype)
+    near = _near_edge(edges, low, high, bins)
+    wide = np.result_type(dtype, np.float32)  # the centres' sums: fast, and no float16
+    counts = np.zeros(bins + 1, dtype=np.intp)  # the last: values at `high`, folded in below
+    size = min(_BLOCK, array.size)  # each block's arrays are made once, reused in place
+    scaled, index = np.empty(size, dtype), np.empty(size, np.intp)
+    off, deviation = np.empty(size, dtype), np.empty(size, np.float64)
     seen, mean, squares = 0, 0.0, 0.0
     for start in range(0, array.size, _BLOCK):
         block = array[start : start + _BLOCK]
-        scaled = np.subtract(block, low)
-        np.divide(scaled, denom, out=scaled)
-        np.multiply(scaled, bins, out=scaled)
-        index = scaled.astype(np.intp)
-        index[index == bins] -= 1
-        index[block < edges[index]] -= 1
-        up = block >= edges[index + 1]
-        up &= index != bins - 1
-        index[up] += 1
-        counts += np.bincount(index, minlength=bins)
         size = block.size
-        block_mean = float(np.add.reduce(block, dtype=np.float64)) / size
-        deviation = np.subtract(block, block_mean, dtype=np.float64)
-        np.multiply(deviation, deviation, out=deviation)
+        at, out, gap, dev = index[:size], scaled[:size], off[:size], deviation[:size]
+        np.subtract(block, low, out=out)
+        np.multiply(out, scale, out=out)
+        np.copyto(at, out, casting="unsafe")  # toward zero: the floor of a value >= 0
+        if near is None:
+            _checked(block, at, edges, bins)
+        else:
+            np.rint(out, out=gap)
+            np.subtract(out, gap, out=gap)
+            np.abs(gap, out=gap)
+            close = np.flatnonzero(gap <= near)
+            if close.size:
+                at[close] = _checked(block[close], at[close], edges, bins)
+        counts += np.bincount(at, minlength=bins + 1)
+        centre = float(np.add.reduce(block, dtype=wide)) / size  # near the block's mean
+        if not math.isfinite(centre):  # a sum past the float32 range
+            centre = float(np.add.reduce(block, dtype=np.float64)) / size
+        np.subtract(block, centre, out=dev, dtype=np.float64)
+        first = float(np.add.reduce(dev))
+        block_squares = float(np.einsum("i,i->", dev, dev)) - first * first / size
+        block_mean = centre + first / size
         total = seen + size
         delta = block_mean - mean
         mean += delta * size / total
-        squares += float(np.add.reduce(deviation)) + delta * delta * seen * size / total
+        squares += block_squares + delta * delta * seen * size / total
         seen = total
-    return counts, edges, mean, math.sqrt(squares / seen)
+    counts[bins - 1] += counts[bins]
+    return counts[:bins], edges, mean, math.sqrt(max(squares, 0.0) / seen)
+
+
+def _near_edge(edges: Any, low: Any, high: Any, bins: int) -> float | None:
+    """Return how far from a whole number an estimate may lie and still be on the wrong side
+    of an edge; None when that is not well under half a bin (then every value is checked).
+
+    An edge is a few ulps of the larger of |low| and |high| off `low + i * width`, an estimate
+    a few ulps of `bins` off `(x - low) / width * bins`: 8 of each, in bins, bounds both.
+    """
+    eps = float(np.finfo(edges.dtype).eps)
+    magnitude = max(abs(float(low)), abs(float(high)))
+    width = float(high) - float(low)
+    bound = 8.0 * (magnitude * eps * bins / width + bins * eps)
+    return bound if bound < 0.25 else None
+
+
+def _checked(block: Any, at: Any, edges: Any, bins: int) -> Any:
+    """Move each estimate in *at* (in place) to the bin whose edges hold its value, numpy's
+    way; an estimate of `bins` (the value `high`) stays, for the caller to fold in."""
+    np.minimum(at, bins, out=at)
+    at -= block < edges[at]
+    up = block >= edges[np.minimum(at + 1, bins)]
+    up &= at < bins - 1
+    at += up
+    return at
 
 
 def _precomputed(counts: Any, edges: Any, caller: str) -> dict[str, Any]:
-    import numpy as np
-
     try:
         found = np.asarray(counts, dtype=np.float64).reshape(-1)
         bounds = np.asarray(edges, dtype=np.float64).reshape(-1)
@@ -733,8 +802,6 @@ def save_audio(
     frames, channels = pcm.shape
 
     def write(out: Any) -> None:
-        import wave
-
         with wave.open(out, "wb") as wav:
             wav.setnchannels(channels)
             wav.setsampwidth(pcm.dtype.itemsize)
@@ -761,8 +828,6 @@ def _sample_rate(rate: object, caller: str) -> int:
 
 def _pcm(samples: object, caller: str) -> Any:
     """Return *samples* as little-endian PCM, shape (frames, channels)."""
-    import numpy as np
-
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(samples, torch.Tensor):
         tensor = samples.detach().cpu()

@@ -101,6 +101,8 @@ class Run:
         self._terminated_by: str | None = None  # SIGTERM seen, left to the job's own handler
         self._stall_end: dict[str, Any] | None = None  # owed by a stall that ended at close
         self._console_warns = False  # counted in _warnings: see _warnings.console_shows
+        self._strict = strict_fields  # refused media input raises too
+        self._media_refused: dict[str, int] = {}  # media name -> calls refused, for run_end
         # -- check the options: every one is checked before anything is written
         vocab = _fields.load_vocabulary(_vocabulary_of(vocabulary, fields))
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
@@ -331,8 +333,8 @@ class Run:
         _notes.note(self.path, text)
 
     # -- media (docs/media.md): each call encodes in this thread, writes its side file under
-    # artifacts_dir/media/<name>/ atomically, then the record that points at it; the media
-    # module is imported on first use
+    # artifacts_dir/media/<name>/ atomically, then the record that points at it. Input it
+    # refuses raises with strict_fields, else warns once per name and is counted in run_end.
 
     def image(
         self,
@@ -342,21 +344,26 @@ class Run:
         step: SupportsIndex,
         caption: str | None = None,
         format: Literal["png", "jpeg"] | None = None,
-    ) -> Path:
+    ) -> Path | None:
         """Save *image* as PNG (or JPEG) and log an `image` record; return the file's path.
 
         Takes a numpy array HxW or HxWx1|3|4 (uint8, or float in [0, 1]), a torch tensor CxHxW,
         a PIL image, a matplotlib figure, or the path of a PNG or JPEG file (kept as it is).
+        None: the image was refused (see docs/media.md).
         """
-        self._check_open()
-        from runlines import _media as media
-
-        target, record = media.save_image(
-            self.directory, self.artifacts_dir, name, image, step=step, caption=caption,
-            format=format,
-        )  # fmt: skip
-        self._write(_layout.IMAGE, record)
-        return target
+        saved = self._media(
+            name,
+            lambda media: media.save_image(
+                self.directory,
+                self.artifacts_dir,
+                name,
+                image,
+                step=step,
+                caption=caption,
+                format=format,
+            ),
+        )
+        return None if saved is None else self._written(_layout.IMAGE, saved)
 
     def images(
         self,
@@ -368,16 +375,19 @@ class Run:
         format: Literal["png", "jpeg"] | None = None,
     ) -> list[Path]:
         """Save several images under one name and step: one `image` record each, with `index`."""
-        self._check_open()
-        from runlines import _media as media
-
-        saved = media.save_images(
-            self.directory, self.artifacts_dir, name, images, step=step, captions=captions,
-            format=format,
-        )  # fmt: skip
-        for _, record in saved:
-            self._write(_layout.IMAGE, record)
-        return [target for target, _ in saved]
+        saved = self._media(
+            name,
+            lambda media: media.save_images(
+                self.directory,
+                self.artifacts_dir,
+                name,
+                images,
+                step=step,
+                captions=captions,
+                format=format,
+            ),
+        )
+        return [self._written(_layout.IMAGE, one) for one in saved or ()]
 
     def histogram(
         self, name: str, values: Any, *, step: SupportsIndex, bins: int | Sequence[float] = 64
@@ -388,48 +398,62 @@ class Run:
         them; NaN and infinities are counted apart. The record also holds count, min, max,
         mean and std.
         """
-        self._check_open()
-        from runlines import _media as media
+        record = self._media(
+            name, lambda media: media.histogram_record(name, values, step=step, bins=bins)
+        )
+        if record is not None:
+            self._write(_layout.HISTOGRAM, record)
 
-        record = media.histogram_record(name, values, step=step, bins=bins)
-        self._write(_layout.HISTOGRAM, record)
-
-    def table(self, name: str, data: Any, *, step: SupportsIndex) -> Path:
+    def table(self, name: str, data: Any, *, step: SupportsIndex) -> Path | None:
         """Save *data* (a DataFrame, a list of dicts) as Parquet and log a `table` record."""
-        self._check_open()
-        from runlines import _media as media
-
-        target, record = media.save_table(self.directory, self.artifacts_dir, name, data, step=step)
-        self._write(_layout.TABLE, record)
-        return target
+        saved = self._media(
+            name,
+            lambda media: media.save_table(
+                self.directory, self.artifacts_dir, name, data, step=step
+            ),
+        )
+        return None if saved is None else self._written(_layout.TABLE, saved)
 
     def text(self, name: str, text: str, *, step: SupportsIndex) -> Path | None:
         """Log a `text` record: *text* inline, or in a side file (its path returned) when longer
         than log() inlines (100,000 characters)."""
-        self._check_open()
-        from runlines import _media as media
-
-        target, record = media.text_record(
-            self.directory, self.artifacts_dir, name, text, step=step
+        saved = self._media(
+            name,
+            lambda media: media.text_record(
+                self.directory, self.artifacts_dir, name, text, step=step
+            ),
         )
-        self._write(_layout.TEXT, record)
-        return target
+        return None if saved is None else self._written(_layout.TEXT, saved)
 
-    def audio(self, name: str, samples: Any, sample_rate: int, *, step: SupportsIndex) -> Path:
+    def audio(
+        self, name: str, samples: Any, sample_rate: int, *, step: SupportsIndex
+    ) -> Path | None:
         """Save *samples* as a WAV file and log an `audio` record; return the file's path."""
-        self._check_open()
-        from runlines import _media as media
-
-        target, record = media.save_audio(
-            self.directory, self.artifacts_dir, name, samples, sample_rate, step=step
+        saved = self._media(
+            name,
+            lambda media: media.save_audio(
+                self.directory, self.artifacts_dir, name, samples, sample_rate, step=step
+            ),
         )
-        self._write(_layout.AUDIO, record)
-        return target
+        return None if saved is None else self._written(_layout.AUDIO, saved)
 
-    def _check_open(self) -> None:
-        """Refuse a media call once the run began to close, before any encoding."""
+    def _media(self, name: str, call: Callable[[Any], Any]) -> Any:
+        """Return *call* of the media module, or None for input it refused and warned of.
+
+        Refused once the run began to close, before any encoding; the media module (numpy)
+        is imported on the first media call.
+        """
         if self._state is not _State.OPEN:
             raise self._refused()
+        from runlines import _media as media
+
+        return media.refusing(self._media_refused, name, lambda: call(media), self._strict)
+
+    def _written(self, event: str, saved: tuple[Any, dict[str, Any]]) -> Any:
+        """Write the record of media saved as (target, record); return the target."""
+        target, record = saved
+        self._write(event, record)
+        return target
 
     @property
     def artifacts_dir(self) -> Path:
@@ -675,6 +699,8 @@ class Run:
             "dropped": self.dropped,
             "dropped_by_sink": self.dropped_by_sink,
         }
+        if self._media_refused:
+            fields["media_refused"] = dict(self._media_refused)
         fields.update(details)
         spans = self._span_stats.summary()
         if spans:  # keyed by span names, which redaction of values would not see

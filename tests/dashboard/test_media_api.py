@@ -62,3 +62,25 @@ def test_an_image_a_record_points_to_is_served_and_nothing_else(served: Any) -> 
             _get(server, f"/api/artifact?run=gallery&path={urllib.parse.quote(path)}")
         assert refused.value.code == 404
         refused.value.close()
+
+
+def test_since_answers_only_the_records_a_page_does_not_have(tmp_path: Path) -> None:
+    with Run("live", tmp_path, **QUIET) as run, Server(tmp_path, port=0) as server:
+        run.image("samples", PIXELS, step=1)
+        server.store.catch_up(1 << 30)
+        first = json.loads(_get(server, "/api/media?run=live"))
+        run.image("samples", PIXELS, step=2)
+        run.histogram("weights", [1.0], step=2)
+        server.store.catch_up(1 << 30)
+
+        more = json.loads(_get(server, f"/api/media?run=live&since=1&epoch={first['epoch']}"))
+        other_epoch = json.loads(_get(server, "/api/media?run=live&since=1&epoch=99"))
+        past_the_end = json.loads(
+            _get(server, f"/api/media?run=live&since=9&epoch={first['epoch']}")
+        )
+
+    assert (first["from"], first["total"], len(first["media"])) == (0, 1, 1)
+    assert (more["from"], more["total"]) == (1, 3)
+    assert [(m["event"], m["step"]) for m in more["media"]] == [("image", 2), ("histogram", 2)]
+    assert (other_epoch["from"], len(other_epoch["media"])) == (0, 3)
+    assert (past_the_end["from"], len(past_the_end["media"])) == (0, 3)

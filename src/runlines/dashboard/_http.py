@@ -618,16 +618,25 @@ def _attempts(run: RunState, status: str) -> list[dict[str, Any]]:
 
 def _media(store: RunStore, query: Mapping[str, str], now: float) -> Any:
     """Answer a run's media records (docs/media.md), filtered by ?kind= and ?name=; each file's
-    bytes come from /api/artifact?run=...&path=<its path>."""
+    bytes come from /api/artifact?run=...&path=<its path>.
+
+    A page that follows the run asks ?since=N&epoch=E (N: the records it has, E: the answer's
+    `epoch`): the answer holds the records from the N-th on (`from`: N), or all of them
+    (`from`: 0) when the log started over since.
+    """
     run = _run(store, query)
     kind, name = query.get("kind"), query.get("name")
+    records = run.media
+    start = _count(query, "since", 0) if query.get("epoch") == str(run.restarts) else 0
+    start = start if start <= len(records) else 0
     found = [
         {k: v for k, v in record.items() if k not in ("run",)}
-        for record in run.media
+        for record in records[start:]
         if (kind is None or record.get("event") == kind)
         and (name is None or record.get("name") == name)
     ]
-    return jsonable({"run": run.label, "media": found})
+    answer = {"run": run.label, "media": found, "from": start, "total": len(records)}
+    return jsonable({**answer, "epoch": run.restarts})
 
 
 def _console(store: RunStore, query: Mapping[str, str], now: float) -> Any:

@@ -108,6 +108,7 @@ class RunState:
         self.path = path
         self.files: dict[int, _File] = {0: self._file(0, path)}
         self.version = 0  # records taken, over all files, and restarts: a client's "since"
+        self.restarts = 0  # of the main log: a page's media list starts over (/api/media)
         self.problems: list[str] = []  # what the page should say: a copy not used, and why
         self._forget_main()
 
@@ -132,6 +133,7 @@ class RunState:
         self.files[rank].forget()
         if rank == 0:
             self._forget_main()
+            self.restarts += 1
         self.version += 1  # a page that asks "since" the old version gets the new series
 
     def relabel(self, label: str) -> None:

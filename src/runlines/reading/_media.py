@@ -9,6 +9,8 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
+
 from runlines import _layout
 from runlines.errors import FieldError
 from runlines.reading._files import LogFile, find_logs, run_labels
@@ -146,8 +148,6 @@ def histograms(
 
 def _merged(key: Any, parts: list[dict[str, Any]]) -> dict[str, Any]:
     """Return one histogram of the ranks' *parts* of one (run, name, step)."""
-    import numpy as np
-
     run, name, step = key
     binned = [p for p in parts if isinstance(p.get("edges"), list) and p["edges"]]
     exact = all(p["edges"] == binned[0]["edges"] for p in binned)
@@ -177,8 +177,6 @@ def _merged(key: Any, parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _rebinned(parts: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
     """Spread each part's counts onto common edges, uniformly within each of its bins."""
-    import numpy as np
-
     low = min(p["edges"][0] for p in parts)
     high = max(p["edges"][-1] for p in parts)
     bins = max(len(p["counts"]) for p in parts)

@@ -579,6 +579,7 @@ async function fetchSeries(run) {
 }
 
 async function refreshCharts() {
+  refreshMedia(mainBoard.runs());  // static/media.js: the selected runs' media
   await Promise.all(mainBoard.runs().map((run) => fetchSeries(run).catch(() => false)));
   renderCharts();
 }
@@ -621,6 +622,7 @@ async function poll() {
       const changed = await Promise.all(runBoard.runs().map((run) => fetchSeries(run).catch(() => false)));
       if (changed.some(Boolean) || runBoard.charts.size === 0) renderBoard(runBoard);
     }
+    refreshMedia(mainBoard.runs());  // static/media.js: new media records, without a reload
   } catch (err) {
     document.getElementById("live").classList.add("off");
     document.getElementById("live").title = String(err);

@@ -1,4 +1,5 @@
-// runlines dashboard: a run page's media (images, histograms, text, audio, tables) over /api/media.
+// runlines dashboard: media (images, histograms, text, audio, tables) over /api/media, on a run's
+// page, the diff page and the runs page (the selected runs side by side).
 // Loaded before app.js; it uses app.js's helpers (api, el, fmt, withToken) only when called.
 // One step slider drives every panel; a name without a record at that step shows its nearest
 // step, labelled. Only the chosen step's files are fetched (lazy <img>, <audio preload=none>),
@@ -38,15 +39,65 @@ function groupMedia(records) {
   return out;
 }
 
-// the media of one run (a run page) or of several side by side at the same step (the diff page)
+// container -> its board: the runs shown, each run's records so far, the step the slider is at
+const mediaBoards = new Map();
+
+// the media of one run (a run page) or of several side by side at the same step (the diff page,
+// the runs page's selection). Called again (refreshMedia, on each poll) it asks each run only for
+// its new records, and draws again only when some came: the slider's range grows, and a slider
+// at the last step moves on to the newest one.
 async function showMedia(labels, container) {
   labels = Array.isArray(labels) ? labels : [labels];
-  let answers;
-  try { answers = await Promise.all(labels.map((label) => api("/api/media?run=" + encodeURIComponent(label)))); } catch (err) {
-    container.replaceChildren(el("p", {class: "muted"}, String(err.message))); return;
+  const key = JSON.stringify(labels);
+  let board = mediaBoards.get(container);
+  if (!board || board.key !== key) {
+    board = {key, labels, runs: new Map(labels.map((l) => [l, {epoch: null, media: []}])), step: null, atLast: true, drawn: null};
+    mediaBoards.set(container, board);
   }
+  if (board.busy) return;
+  board.busy = true;
+  try {
+    await Promise.all(labels.map((label) => fetchMedia(label, board.runs.get(label))));
+  } catch (err) {
+    if (mediaBoards.get(container) === board) container.replaceChildren(el("p", {class: "muted"}, String(err.message)));
+    board.drawn = null;
+    return;
+  } finally { board.busy = false; }
+  const drawn = labels.map((l) => `${board.runs.get(l).epoch}:${board.runs.get(l).media.length}`).join(",");
+  if (mediaBoards.get(container) !== board || drawn === board.drawn) return;
+  board.drawn = drawn;
+  drawMedia(board, container);
+}
+
+// a run's records: the new ones appended, or all of them when its log started over
+async function fetchMedia(label, have) {
+  const since = have.epoch === null ? "" : `&since=${have.media.length}&epoch=${have.epoch}`;
+  const answer = await api("/api/media?run=" + encodeURIComponent(label) + since);
+  have.media = answer.from ? have.media.concat(answer.media) : answer.media;
+  have.epoch = answer.epoch;
+}
+
+// app.js's poll and chart refresh: the runs page shows the selected runs' media; every board on
+// the page grows with its runs' logs
+function refreshMedia(selected) {
+  const page = document.getElementById("runs-media");
+  if (page && currentView() === "runs") {
+    if (selected.length) showMedia(selected, page);
+    else page.closest(".panel").hidden = true;
+  }
+  for (const [container, board] of mediaBoards) {
+    if (!container.isConnected) mediaBoards.delete(container);
+    else if (container !== page && container.offsetParent !== null) showMedia(board.labels, container);
+  }
+}
+
+function drawMedia(board, container) {
+  const labels = board.labels;
+  const answers = labels.map((l) => board.runs.get(l));
   const records = answers.flatMap((a) => a.media);
   const allSteps = [...new Set(records.filter((r) => typeof r.step === "number").map((r) => r.step))].sort((a, b) => a - b);
+  const panel = container.closest(".runs-media-panel");  // the runs page's: shown when there are media
+  if (panel) panel.hidden = !allSteps.length;
   if (!allSteps.length) { container.replaceChildren(el("p", {class: "muted"}, "no media")); return; }
   const groups = answers.map((a) => groupMedia(a.media));
   const makers = {image: imagePanel, histogram: histogramPanel, text: textPanel, audio: audioPanel, table: tablePanel};
@@ -65,11 +116,15 @@ async function showMedia(labels, container) {
       }});
     }
   }
-  if (labels.length > 1) container.classList.add("several");
-  const slider = el("input", {type: "range", id: "media-step", min: 0, max: allSteps.length - 1, step: 1, value: allSteps.length - 1, "aria-label": "media step"});
-  const shown = el("output", {id: "media-step-value"});
+  container.classList.toggle("several", labels.length > 1);
+  const last = allSteps.length - 1;
+  const at = board.atLast || board.step === null ? last : allSteps.indexOf(nearestStep(allSteps, board.step));
+  const slider = el("input", {type: "range", id: container.dataset.slider || "media-step", min: 0, max: last, step: 1, value: at, "aria-label": "media step"});
+  const shown = el("output", {id: (container.dataset.slider || "media-step") + "-value"});
   const show = () => {
     const step = allSteps[Number(slider.value)];
+    board.step = step;
+    board.atLast = Number(slider.value) === last;
     shown.textContent = String(step);
     for (const p of panels) p.show(step);
   };
