@@ -46,10 +46,15 @@ class Report:
         """Return one line for the command to print."""
         if not self.sent:
             return f"nothing new to send to {self.dest}: it holds every whole line and file"
-        parts = [f"{self.appended} appended to", f"{self.copied} copied"]
+        parts = [f"lines appended to {_count(self.appended, 'file')}"]
+        parts.append(f"{_count(self.copied, 'file')} copied")
         if self.deduplicated:
-            parts.append(f"{self.deduplicated} artifacts deduplicated by sha256")
+            parts.append(f"{_count(self.deduplicated, 'artifact')} deduplicated by sha256")
         return f"sent {self.bytes_sent} bytes to {self.dest}: {', '.join(parts)}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def is_url(location: str | os.PathLike[str]) -> bool:
