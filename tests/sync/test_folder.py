@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from _logs import line, write
 from _sync_checks import Writer, check_equal, check_prefixes, folder_files, race
 
 import runlines
+from _logs import line, write
 from runlines.cli import main
 
 
