@@ -32,21 +32,36 @@ def folder_files(folder: Path) -> Holdings:
     return found
 
 
-def store_files(fs: Any, root: str) -> Holdings:
-    """Return what an object-store destination holds, each lines file put back together."""
+def store_files(fs: Any, root: str, seen: dict[str, bytes] | None = None) -> Holdings:
+    """Return what an object-store destination holds, each lines file put back together.
+
+    *seen* keeps the segments and artifacts read by an earlier call, by path and size: a
+    segment a manifest names is never written again, nor is an artifact.
+    """
+    seen = {} if seen is None else seen
     found: Holdings = {}
     fs.invalidate_cache()
-    for path in sorted(fs.find(root)):
+    for path, info in sorted(fs.find(root, detail=True).items()):
         rel = path[len(root) + 1 :]
         if rel.startswith("."):
             continue
         if rel.endswith(".seg/manifest.json"):
             name = rel.removesuffix(".seg/manifest.json")
             manifest = json.loads(fs.cat_file(path))
-            parts = [fs.cat_file(f"{root}/{name}.seg/{seg}") for seg, _ in manifest["segments"]]
+            parts = []
+            for segment, size in manifest["segments"]:
+                key = f"{root}/{name}.seg/{segment}:{size}"
+                if key not in seen:
+                    seen[key] = fs.cat_file(f"{root}/{name}.seg/{segment}")
+                parts.append(seen[key])
             data = b"".join(parts)
             assert len(data) == manifest["bytes"], name
             found[name] = data
+        elif ".artifacts/" in rel:
+            key = f"{path}:{info['size']}"
+            if key not in seen:
+                seen[key] = fs.cat_file(path)
+            found[rel] = seen[key]
         elif ".seg/" not in rel:
             found[rel] = fs.cat_file(path)
     return found
