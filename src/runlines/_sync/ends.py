@@ -243,4 +243,6 @@ class FolderEnd:
 
     @staticmethod
     def _temp(path: Path) -> Path:
-        return path.with_name(f".{path.name}.{os.getpid()}.sync.tmp")
+        # one name per file, not per process: a pass killed while it wrote it leaves one
+        # hidden file, which the next pass writes over (one sync per destination at a time)
+        return path.with_name(f".{path.name}.sync.tmp")

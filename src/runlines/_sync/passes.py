@@ -24,7 +24,7 @@ from runlines.errors import ReadError
 
 __all__ = ["Report", "cache_folder", "is_url", "local_copy", "open_end", "sync"]
 
-_CHUNK: Final = 16 << 20  # bytes of a lines file read (and sent) at a time
+_CHUNK: Final = 8 << 20  # bytes of a lines file read (and sent: one segment) at a time
 _CHECKED: Final = 4096  # bytes before the resume offset compared with the source
 _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _CACHE_ENV: Final = "RUNLINES_SYNC_CACHE"
