@@ -10,6 +10,7 @@ from _sync_checks import Writer, check_equal, check_prefixes, folder_files, race
 
 import runlines
 from _logs import line, write
+from runlines.cli import _sync as command
 from runlines.cli import main
 
 
@@ -168,8 +169,6 @@ def test_a_log_file_as_source_sends_its_run_files_only(run_dir: Path, tmp_path: 
 def test_watch_syncs_each_pass_until_stopped(
     run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runlines.cli import _sync as command
-
     dest = tmp_path / "copy"
     run = runlines.Run("a", run_dir, stdout=False)
     seen = []
