@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -186,3 +187,21 @@ def test_watch_syncs_each_pass_until_stopped(
 
     assert seen == [1, 2, 3]
     assert json.loads((dest / "a.jsonl").read_bytes().splitlines()[-1])["step"] == 2
+
+
+def test_a_missing_source_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _sync(tmp_path / "nope", tmp_path / "copy") == 1
+
+    assert f"no such folder of logs or .jsonl log: {tmp_path / 'nope'}" in capsys.readouterr().err
+
+
+def test_a_store_without_fsspec_says_what_to_install(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir.mkdir()
+    monkeypatch.setitem(sys.modules, "fsspec", None)  # import fsspec raises ImportError
+    monkeypatch.delitem(sys.modules, "runlines._sync.store", raising=False)
+
+    assert _sync(run_dir, "s3://bucket/runs") == 1
+
+    assert "pip install 'runlines[sync-s3]'" in capsys.readouterr().err
