@@ -83,3 +83,12 @@ def test_a_killed_pass_leaves_a_segment_the_manifest_does_not_name_and_the_next_
     _check_sync(source, f"s3://{name}")
 
     check_equal(folder_files(source), store_files(fs, name))
+
+
+def test_reading_a_store_url_without_runs_names_it(
+    tmp_path: Path, bucket: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RUNLINES_SYNC_CACHE", str(tmp_path / "cache"))
+
+    with pytest.raises(runlines.ReadError, match=f"s3://{bucket[1]}/typo holds no synced runs"):
+        runlines.runs(f"s3://{bucket[1]}/typo")

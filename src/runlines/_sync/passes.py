@@ -144,6 +144,7 @@ def _source_end(source: str | os.PathLike[str], dest: str | os.PathLike[str]) ->
 def _entries(ends: list[End]) -> Iterator[tuple[End, Entry]]:
     owner: dict[str, End] = {}
     for end in ends:
+        count = 0
         for entry in end.entries():
             first = owner.setdefault(entry.rel, end)
             if first is not end:
@@ -152,7 +153,11 @@ def _entries(ends: list[End]) -> Iterator[tuple[End, Entry]]:
                     " (or pass one)"
                 )
                 raise ReadError(msg, entry.rel)
+            count += 1
             yield end, entry
+        if not count and is_url(str(end)):
+            msg = f"{end} holds no synced runs; check the URL (runlines sync writes them there)"
+            raise ReadError(msg, str(end))
 
 
 def _unchanged(entry: Entry, files: dict[str, Any]) -> bool:
