@@ -205,3 +205,11 @@ def test_a_store_without_fsspec_says_what_to_install(
     assert _sync(run_dir, "s3://bucket/runs") == 1
 
     assert "pip install 'runlines[sync-s3]'" in capsys.readouterr().err
+
+
+def test_a_source_without_a_destination_is_a_usage_error(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _sync(run_dir) == 2
+
+    assert "the following arguments are required: DEST" in capsys.readouterr().err

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from typing import Any, Final
 
@@ -31,11 +30,9 @@ def add_commands(subparsers: Any) -> None:
         ),
     )
     sync.add_argument(
-        "paths",
-        nargs="+",
-        metavar="SOURCE... DEST",
-        help="folders of logs, .jsonl logs or store URLs, then the destination",
+        "sources", nargs="+", metavar="SOURCE", help="folders of logs, .jsonl logs or store URLs"
     )
+    sync.add_argument("dest", metavar="DEST", help="a folder, or a store URL (s3://bucket/runs)")
     sync.add_argument("--watch", action="store_true", help="keep syncing as the runs grow")
     sync.add_argument(
         "--interval",
@@ -48,11 +45,7 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _run_sync(args: argparse.Namespace) -> int:
-    if len(args.paths) < 2:
-        msg = "runlines sync: error: give a SOURCE and a DEST: runlines sync runs /mnt/shared/runs"
-        print(msg, file=sys.stderr)
-        return 2
-    *sources, dest = args.paths
+    sources, dest = args.sources, args.dest
     report = _sync.sync(sources, dest)
     print(printable(report.describe()))
     if not args.watch:
