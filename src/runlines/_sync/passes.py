@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -84,6 +85,7 @@ def sync(sources: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str]
     target = open_end(dest)
     ends = [_source_end(source, dest) for source in sources]
     state = target.load_state()
+    before = json.dumps(state, sort_keys=True)
     files: dict[str, Any] = state.setdefault("files", {})
     by_sha: dict[str, str] = state.setdefault("sha256", {})
     report = Report(str(dest))
@@ -100,7 +102,7 @@ def sync(sources: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str]
             _send_lines(end, entry, target, files, report)
         elif entry.kind == WHOLE:
             _send_whole(end, entry, target, files, report)
-    if report.sent:
+    if json.dumps(state, sort_keys=True) != before:  # a pass with nothing new writes nothing
         target.save_state(state)
     return report
 
