@@ -41,6 +41,7 @@ def test_each_command_runs_in_a_module_of_its_own() -> None:
         "report": "runlines.cli._report",
         "watch": "runlines.cli._watch",
         "import": "runlines.cli._import",
+        "sync": "runlines.cli._sync",
     }
 
 

@@ -31,6 +31,7 @@ COMMAND_GROUPS: list[str] = [
     "runlines.cli._report",
     "runlines.cli._watch",
     "runlines.cli._import",
+    "runlines.cli._sync",
 ]
 
 

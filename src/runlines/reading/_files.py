@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runlines import _sync
 from runlines._layout import (
     LOG_SUFFIX,
     hash_path,
@@ -51,6 +52,9 @@ def log_file(path: str | os.PathLike[str]) -> LogFile:
 def find_logs(*sources: str | os.PathLike[str]) -> list[LogFile]:
     """Return the log files of *sources*: each file as given, each directory's `*.jsonl` logs.
 
+    A URL (`s3://bucket/runs`) is a destination of `runlines sync`: it is synced down into a
+    local folder first (`_sync.local_copy`, docs/sync.md), whose logs are returned.
+
     Raises:
         ReadError: a source that does not exist, or a directory without logs.
     """
@@ -60,7 +64,7 @@ def find_logs(*sources: str | os.PathLike[str]) -> list[LogFile]:
     found: dict[Path, LogFile] = {}
     folders: dict[Path, Path] = {}
     for source in sources:
-        for log in _logs_of(Path(source)):
+        for log in _logs_of(Path(_sync.local_copy(source))):
             found.setdefault(real_path(log.path, folders), log)
     return list(found.values())
 
