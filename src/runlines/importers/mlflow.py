@@ -60,17 +60,17 @@ def import_mlflow(source: str | os.PathLike[str], out: str | os.PathLike[str]) -
             or a log of that name in *out* came from elsewhere. Nothing is written then.
     """
     uri, where = _tracking_uri(source)
-    results: list[ImportedRun] = []
-    with _reading(where), Staging(Path(out), MlflowImportError) as staging:
+    with _reading(where):  # everything read first: an error of MLflow's writes nothing
         client = MlflowClient(tracking_uri=uri)
-        runs = list(_runs(client, where))
-        if not runs:
-            msg = f"{where} holds no MLflow runs (no active run in any experiment); check it"
-            raise MlflowImportError(msg)
-        for experiment, name, run in runs:
-            history = _history(client, run)
-            data = _canonical(run, history)
-            digest = _encoding_sha256(data)
+        runs = [(experiment, name, run, _history(client, run))
+                for experiment, name, run in _runs(client)]  # fmt: skip
+    if not runs:
+        msg = f"{where} holds no MLflow runs (no active run in any experiment); check it"
+        raise MlflowImportError(msg)
+    results: list[ImportedRun] = []
+    with Staging(Path(out), MlflowImportError) as staging:
+        for experiment, name, run, history in runs:
+            digest = _sha256(_canonical(run, history))
             log = _context.log_path(staging.out / experiment, name, None)
             stage = staging.claim(log, digest, f"MLflow run {run.info.run_id} of {where}")
             if stage is None:
@@ -152,6 +152,9 @@ def _reading(where: str) -> Iterator[None]:
     except MlflowException as err:
         msg = f"MLflow cannot read {where}: {err.message}; nothing was imported"
         raise MlflowImportError(msg) from err
+    except Exception as err:  # MLflow's reading of a store it does not expect (a bad meta.yaml)
+        msg = f"MLflow cannot read {where}: {type(err).__name__}: {err}; nothing was imported"
+        raise MlflowImportError(msg) from err
     finally:
         if before is None:
             os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
@@ -159,7 +162,7 @@ def _reading(where: str) -> Iterator[None]:
             os.environ["MLFLOW_ALLOW_FILE_STORE"] = before
 
 
-def _runs(client: Any, where: str) -> Iterator[tuple[str, str, Any]]:
+def _runs(client: Any) -> Iterator[tuple[str, str, Any]]:
     """(experiment folder, log name, run) of every active run, oldest first per experiment."""
     for experiment in client.search_experiments(view_type=ViewType.ACTIVE_ONLY):
         found: list[Any] = []
@@ -209,7 +212,7 @@ def _canonical(run: Any, history: dict[str, list[tuple[int, int, float]]]) -> di
     }
 
 
-def _encoding_sha256(data: dict[str, Any]) -> str:
+def _sha256(data: dict[str, Any]) -> str:
     return hashlib.sha256(orjson.dumps(data, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
