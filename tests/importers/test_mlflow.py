@@ -197,3 +197,23 @@ def test_an_old_database_schema_is_refused(tmp_path: Path, monkeypatch: Any) -> 
         import_mlflow(uri, tmp_path / "runs")
 
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_name_two_runs_share_gets_their_ids_and_odd_tags_stay_in_run_info(
+    store: str, tmp_path: Path
+) -> None:
+    mlflow.set_experiment("exp")
+    ids = []
+    for _ in range(2):
+        with mlflow.start_run(run_name="twin") as run:
+            mlflow.set_tag("why", "a tag with spaces")
+            ids.append(run.info.run_id)
+
+    results = import_mlflow(store, tmp_path / "runs")
+
+    assert sorted(r.path.name for r in results) == sorted(f"twin-{i[:8]}.jsonl" for i in ids)
+    for result in results:
+        assert result.skipped == {"tags (not a runlines tag: in run_info only)": 1}
+        (info,) = records(result.path, "run_info")
+        assert info["tags"]["why"] == "a tag with spaces"
+    assert list(runlines.runs(tmp_path / "runs" / "exp")["tags"].map(list)) == [[], []]
