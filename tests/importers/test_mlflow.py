@@ -50,7 +50,7 @@ def write_runs() -> None:
     """Two runs of experiment `exp`: one finished with params, metrics and tags; one failed."""
     mlflow.set_experiment("exp")
     with mlflow.start_run(run_name="base"):
-        mlflow.log_params({"lr": 0.1, "opt": "sgd", "layers": 4})
+        mlflow.log_params({"lr": 0.1, "opt": "sgd", "layers": 4, "eps": float("nan")})
         for step in range(3):
             mlflow.log_metric("train/loss", 1.0 / (step + 1), step=step * 10, timestamp=T0 + step)
         mlflow.log_metric("lr", 0.25, step=7, timestamp=T0 + 5000)
@@ -92,6 +92,7 @@ def test_params_are_the_config_tags_the_notes_and_status_the_end(
     assert table.loc["base", "config.lr"] == 0.1
     assert table.loc["base", "config.layers"] == 4
     assert table.loc["base", "config.opt"] == "sgd"
+    assert table.loc["base", "config.eps"] == "nan"  # a text that is no finite number stays text
     assert table.loc["base", "status"] == "ok"
     assert table.loc["broken", "status"] == "failed"
     assert list(table.loc["base", "tags"]) == ["team=vision"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import sqlite3
 import warnings
@@ -311,7 +312,7 @@ def _param(text: str) -> Any:
             value = parse(text)
         except ValueError:
             continue
-        if str(value) == text:
+        if str(value) == text and math.isfinite(value):  # "nan" stays the text "nan"
             return value
     return {"True": True, "False": False}.get(text, text)
 

@@ -3,8 +3,9 @@
 The events are read by the `tensorboard` package's own record reader and compat layers (what
 its `EventFileLoader` does; no TensorFlow). Each folder holding event files becomes one log:
 scalars map as the drop-ins' keys do (`train/loss`: the field `loss` of the event `train`),
-histograms, images and text go to `histogram`, `image` and `text` records, hparams to the
-config. Every record keeps the event's step and wall time (its `ts`).
+histograms, images, audio and text go to `histogram`, `image`, `audio` and `text` records,
+PR curves to `pr_curve` records, hparams to the config; graphs are left out (counted). Every
+record keeps the event's step and wall time (its `ts`).
 
 The log is written here, not through `Run.log`, which stamps the current time: each record is
 the dict `Run.log` would build, with the event's wall time as its `ts`, encoded by the same
