@@ -142,6 +142,9 @@ def _save(
     return target, fields
 
 
+save_side_file = _save  # the public name, for the importers (runlines.importers)
+
+
 def _type_name(value: object) -> str:
     kind = type(value)
     module = kind.__module__.partition(".")[0]

@@ -215,3 +215,34 @@ def test_a_left_over_artifacts_folder_is_an_error_before_anything_is_written(
         import_tensorboard(tmp_path / "tb", tmp_path / "runs")
 
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["b_second.artifacts"]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.trace:DeprecationWarning")
+def test_audio_and_pr_curves_are_imported_and_graphs_counted(tmp_path: Path) -> None:
+    import io
+    import wave
+
+    import torch
+
+    with SummaryWriter(str(tmp_path / "tb")) as writer:
+        clip = np.sin(np.linspace(0, 200, 800)).astype(np.float32) * 0.5
+        writer.add_audio("sounds/sine", torch.from_numpy(clip), 3, sample_rate=8000, walltime=10.0)
+        labels = np.array([0, 1, 1, 0, 1])
+        scores = np.array([0.1, 0.9, 0.6, 0.4, 0.8])
+        writer.add_pr_curve("eval/pr", labels, scores, 5, num_thresholds=11, walltime=20.0)
+        writer.add_graph(torch.nn.Linear(3, 2), torch.zeros(1, 3))
+
+    (result,) = import_tensorboard(tmp_path / "tb", tmp_path / "runs")
+
+    (audio,) = records(result.path, "audio")
+    assert (audio["name"], audio["step"], audio["ts"]) == ("sounds/sine", 3, 10.0)
+    assert (audio["sample_rate"], audio["channels"], audio["frames"]) == (8000, 1, 800)
+    with wave.open(io.BytesIO((tmp_path / "runs" / audio["path"]).read_bytes())) as decoded:
+        assert decoded.getframerate() == 8000
+    (curve,) = records(result.path, "pr_curve")
+    assert (curve["name"], curve["step"], curve["ts"]) == ("eval/pr", 5, 20.0)
+    assert curve["thresholds"] == [i / 10 for i in range(11)]
+    assert (curve["tp"][0], curve["fp"][0]) == (3, 2)  # at threshold 0, all are positives
+    assert curve["precision"][0] == pytest.approx(0.6)
+    assert curve["recall"][0] == pytest.approx(1.0)
+    assert result.skipped["graphs"] >= 1

@@ -3,8 +3,9 @@
 The events are read by the `tensorboard` package's own record reader and compat layers (what
 its `EventFileLoader` does; no TensorFlow). Each folder holding event files becomes one log:
 scalars map as the drop-ins' keys do (`train/loss`: the field `loss` of the event `train`),
-histograms, images and text go to `histogram`, `image` and `text` records, hparams to the
-config. Every record keeps the event's step and wall time (its `ts`).
+histograms, images, audio and text go to `histogram`, `image`, `audio` and `text` records,
+PR curves to `pr_curve` records, hparams to the config; graphs are left out (counted). Every
+record keeps the event's step and wall time (its `ts`).
 
 The log is written here, not through `Run.log`, which stamps the current time: each record is
 the dict `Run.log` would build, with the event's wall time as its `ts`, encoded by the same
@@ -15,42 +16,51 @@ import leaves nothing behind.
 
 from __future__ import annotations
 
-import hashlib
+import io
 import os
-import shutil
-import tempfile
+import wave
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-from runlines import _context, _encoding, _layout
+from runlines import _context, _encoding, _layout, _media
 from runlines._version import __version__
 from runlines.compat._keys import split_key
 from runlines.errors import RunlinesError
+from runlines.importers._common import (
+    ImportedRun,
+    Staging,
+    clean_name,
+    copy_body,
+    sha256_files,
+    write_log,
+)
+
+_PIP: Final = "pip install 'runlines[import-tensorboard]'"
+try:  # this module is the door: imported only when an import of TensorBoard files runs
+    from tensorboard import data_compat, dataclass_compat
+    from tensorboard.backend.event_processing import event_file_loader
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.compat.tensorflow_stub import errors
+    from tensorboard.plugins.hparams import metadata as hparams_metadata
+    from tensorboard.util import tensor_util
+except ImportError as err:
+    msg = f"runlines import tensorboard needs the tensorboard package: {_PIP}"
+    raise ImportError(msg) from err
 
 __all__ = ["ImportedRun", "TensorBoardImportError", "find_runs", "import_tensorboard"]
 
-_PIP: Final = "pip install 'runlines[import-tensorboard]'"
 _EVENTS_MARK: Final = "tfevents"
 _SOURCE: Final = "tensorboard"
 _TEXT_SUFFIX: Final = "/text_summary"  # torch's add_text adds it to the tag
+_GRAPH_EVENTS: Final = frozenset({"graph_def", "meta_graph_def", "tagged_run_metadata"})
+PR_CURVE: Final = "pr_curve"  # the event of an imported PR curve (docs/compat.md)
+_PR_ROWS: Final = ("tp", "fp", "tn", "fn", "precision", "recall")  # TensorBoard's order
 _Record = tuple[str, dict[str, Any]]  # (event, fields)
 
 
 class TensorBoardImportError(RunlinesError, ValueError):
     """A log folder that cannot be imported: no event files, or a corrupted one."""
-
-
-@dataclass
-class ImportedRun:
-    """One run folder's import: its log, and whether this call wrote it."""
-
-    source: Path
-    path: Path
-    written: bool  # False: the same source files were imported before (nothing written)
-    records: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)  # plugin -> values left out
 
 
 def find_runs(logdir: str | os.PathLike[str]) -> list[Path]:
@@ -73,49 +83,27 @@ def import_tensorboard(
     Raises:
         TensorBoardImportError: no event files under *logdir*, a corrupted event file, or a
             log of that name in *out* imported from other files. Nothing is written then.
-        ImportError: the `tensorboard` package is not installed.
     """
-    _require_tensorboard()
     root = Path(logdir)
     folders = find_runs(root)
     if not folders:
         msg = f"no TensorBoard event files (*tfevents*) under {root}; check the folder"
         raise TensorBoardImportError(msg)
-    target = Path(out)
-    target.mkdir(parents=True, exist_ok=True)
     results: list[ImportedRun] = []
-    staged: list[tuple[Path, Path]] = []  # (staging folder, final log)
-    try:
+    with Staging(Path(out), TensorBoardImportError) as staging:
         for folder in folders:
             name = _run_name(root, folder)
             files = sorted(p for p in folder.iterdir() if p.is_file() and _is_events(p.name))
-            digest = _sha256(files)
-            log = _context.log_path(target, name, None)
-            if log.exists():
-                if _imported_sha(log) == digest:
-                    results.append(ImportedRun(folder, log, written=False))
-                    continue
-                msg = (
-                    f"{log} exists and was not imported from {folder}'s event files; "
-                    "remove it or import into another folder (-o)"
-                )
-                raise TensorBoardImportError(msg)
-            if _layout.artifacts_dir(log).exists():
-                msg = (
-                    f"{_layout.artifacts_dir(log)} exists without its log; remove it or "
-                    "import into another folder (-o)"
-                )
-                raise TensorBoardImportError(msg)
-            stage = Path(tempfile.mkdtemp(prefix=f".import-{name}.", dir=target))
-            staged.append((stage, log))
+            digest = sha256_files(files)
+            log = _context.log_path(staging.out, name, None)
+            stage = staging.claim(log, digest, f"{folder}'s event files")
+            if stage is None:
+                results.append(ImportedRun(folder, log, written=False))
+                continue
             result = _import_run(folder, files, digest, name, stage)
             result.path = log
             results.append(result)
-        for stage, log in staged:
-            _move_into_place(stage, log)
-    finally:
-        for stage, _ in staged:
-            shutil.rmtree(stage, ignore_errors=True)
+        staging.commit()
     return results
 
 
@@ -162,13 +150,7 @@ def _import_run(
         "duration_s": round(last - first, 6),
         "dropped": 0,
     }
-    with (stage / f"{name}.jsonl").open("wb") as log, body.open("rb") as records:
-        log.write(_encoding.encode_line_safe(start))
-        shutil.copyfileobj(records, log, 1 << 20)
-        log.write(_encoding.encode_line_safe(end))
-        log.flush()
-        os.fsync(log.fileno())
-    body.unlink()
+    write_log(stage / f"{name}.jsonl", start, copy_body(body), end)
     return result
 
 
@@ -186,9 +168,6 @@ class _Converter:
         self.last_ts: float | None = None
 
     def convert_file(self, path: Path, sink: BinaryIO) -> None:
-        from tensorboard import data_compat, dataclass_compat
-        from tensorboard.compat.tensorflow_stub import errors
-
         fast, careful = _encoding.encode_line, _encoding.encode_line_safe
         name, count, initial = self.name, 0, self.initial
         keys: dict[str, tuple[str, str]] = {}  # tag -> (event, field)
@@ -200,6 +179,8 @@ class _Converter:
                 if self.last_ts is None or ts > self.last_ts:
                     self.last_ts = ts
                 if not event.HasField("summary"):
+                    if event.WhichOneof("what") in _GRAPH_EVENTS:
+                        self._skip("graphs")
                     continue
                 values = event.summary.value
                 if all(v.WhichOneof("value") == "simple_value" for v in values):
@@ -230,10 +211,11 @@ class _Converter:
             raise TensorBoardImportError(msg) from err
         self.result.records += count
 
+    def _skip(self, what: str) -> None:
+        self.result.skipped[what] = self.result.skipped.get(what, 0) + 1
+
     def _record(self, value: Any, step: int) -> list[_Record]:
         """The (event, fields) records of one summary value (none: nothing to write)."""
-        from tensorboard.util import tensor_util
-
         plugin = value.metadata.plugin_data.plugin_name
         tag = value.tag
         if plugin == "scalars":
@@ -246,16 +228,17 @@ class _Converter:
             return self._images(tag, list(value.tensor.string_val), step)
         if plugin == "text":
             return [self._text(tag, tensor_util.make_ndarray(value.tensor), step)]
+        if plugin == "audio":
+            return self._audio(tag, list(value.tensor.string_val), step)
+        if plugin == "pr_curves":
+            return [self._pr_curve(tag, tensor_util.make_ndarray(value.tensor), step)]
         if plugin == "hparams":
             self._hparams(value)
             return []
-        key = plugin or "(no plugin)"
-        self.result.skipped[key] = self.result.skipped.get(key, 0) + 1
+        self._skip(plugin or "(no plugin)")
         return []
 
     def _histogram(self, tag: str, buckets: Any, step: int) -> list[_Record]:
-        from runlines import _media
-
         if buckets.ndim != 2 or len(buckets) == 0:
             return []  # an empty histogram: no bins to write
         edges = [float(x) for x in buckets[:, 0]] + [float(buckets[-1, 1])]
@@ -266,23 +249,48 @@ class _Converter:
         return [(_layout.HISTOGRAM, record)]
 
     def _images(self, tag: str, parts: list[bytes], step: int) -> list[_Record]:
-        from runlines import _media
-
         width, height, images = int(parts[0]), int(parts[1]), parts[2:]
         name = _media_name(tag)
         records: list[_Record] = []
         for index, data in enumerate(images):
             ext, kind = ("jpg", "jpeg") if data[:2] == b"\xff\xd8" else ("png", "png")
-            _, fields = _media._save(self.stage, self.artifacts, name, step, ext, data)
+            _, fields = _media.save_side_file(self.stage, self.artifacts, name, step, ext, data)
             fields.update(format=kind, width=width, height=height)
             if len(images) > 1:
                 fields["index"] = index
             records.append((_layout.IMAGE, fields))
         return records
 
-    def _text(self, tag: str, array: Any, step: int) -> _Record:
-        from runlines import _media
+    def _audio(self, tag: str, parts: list[bytes], step: int) -> list[_Record]:
+        """Audio clips (the tensor's rows: encoded clip, label), the WAV kept as it is."""
+        name = _media_name(tag)
+        clips = parts[0::2]  # a [k, 2] string tensor, flattened
+        records: list[_Record] = []
+        for index, data in enumerate(clips):
+            if data[:4] != b"RIFF":
+                self._skip("audio (not WAV)")
+                continue
+            with wave.open(io.BytesIO(data), "rb") as clip:
+                rate, channels, frames = clip.getframerate(), clip.getnchannels(), clip.getnframes()
+            _, fields = _media.save_side_file(self.stage, self.artifacts, name, step, "wav", data)
+            fields.update(format="wav", sample_rate=rate, channels=channels, frames=frames)
+            if len(clips) > 1:
+                fields["index"] = index
+            records.append((_layout.AUDIO, fields))
+        return records
 
+    def _pr_curve(self, tag: str, array: Any, step: int) -> _Record:
+        """A `pr_curve` record: the thresholds and TensorBoard's six rows, as lists."""
+        rows = array.reshape(len(_PR_ROWS), -1)
+        thresholds = rows.shape[1]
+        fields: dict[str, Any] = {"name": _media_name(tag), "step": step}
+        fields["thresholds"] = [i / max(thresholds - 1, 1) for i in range(thresholds)]
+        for key, row in zip(_PR_ROWS, rows, strict=True):
+            numbers = [float(x) for x in row]
+            fields[key] = numbers if key in ("precision", "recall") else [round(x) for x in numbers]
+        return PR_CURVE, fields
+
+    def _text(self, tag: str, array: Any, step: int) -> _Record:
         items = [x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x) for x in
                  array.reshape(-1).tolist()]  # fmt: skip
         name = _media_name(tag.removesuffix(_TEXT_SUFFIX))
@@ -292,12 +300,10 @@ class _Converter:
         return _layout.TEXT, record
 
     def _hparams(self, value: Any) -> None:
-        from tensorboard.plugins.hparams import metadata
-
-        if value.tag != metadata.SESSION_START_INFO_TAG:
+        if value.tag != hparams_metadata.SESSION_START_INFO_TAG:
             return  # the experiment's domains and the session's end: no values of the run
         content = value.metadata.plugin_data.content
-        start = metadata.parse_session_start_info_plugin_data(content)
+        start = hparams_metadata.parse_session_start_info_plugin_data(content)
         for key, hparam in start.hparams.items():
             kind = hparam.WhichOneof("kind")  # a google.protobuf.Value
             if kind in ("number_value", "string_value", "bool_value"):
@@ -312,23 +318,12 @@ def _events(path: Path) -> Iterator[Any]:
     The loader stops quietly at a bad record (a live file may be mid-write); an import must
     not, so this reads with the loader's own record reader, then parses each Event as it does.
     """
-    from tensorboard.backend.event_processing import event_file_loader
-    from tensorboard.compat.proto import event_pb2
-
     parse = event_pb2.Event.FromString
     for raw in event_file_loader._make_tf_record_iterator(str(path)):
         yield parse(raw)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _require_tensorboard() -> None:
-    try:
-        import tensorboard  # noqa: F401
-    except ImportError as err:
-        msg = f"runlines import tensorboard needs the tensorboard package: {_PIP}"
-        raise ImportError(msg) from err
 
 
 def _is_events(filename: str) -> bool:
@@ -339,9 +334,7 @@ def _run_name(root: Path, folder: Path) -> str:
     """The log's name: the folder's path under *root* (`a/b` -> `a-b`), or *root*'s name."""
     relative = folder.relative_to(root)
     parts = relative.parts or (root.resolve().name,)
-    text = "-".join(parts)
-    cleaned = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in text)
-    return _context.check_run_name(cleaned.lstrip(".") or "imported")
+    return clean_name("-".join(parts))
 
 
 def _media_name(tag: str) -> str:
@@ -352,34 +345,3 @@ def _media_name(tag: str) -> str:
         if part
     ]
     return "/".join(p.lstrip(".") or "_" for p in parts) or "_"
-
-
-def _sha256(files: list[Path]) -> str:
-    digest = hashlib.sha256()
-    for path in files:
-        digest.update(path.name.encode() + b"\0")
-        with path.open("rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _imported_sha(log: Path) -> str | None:
-    """The sha256 of the event files *log* was imported from, or None (not an import)."""
-    import orjson
-
-    try:
-        with log.open("rb") as handle:
-            first = orjson.loads(handle.readline())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    source = first.get("imported_from") if isinstance(first, dict) else None
-    return source.get("sha256") if isinstance(source, dict) else None
-
-
-def _move_into_place(stage: Path, log: Path) -> None:
-    """Move the staged artifacts, then the log (last: a log present is a finished import)."""
-    artifacts = stage / _layout.artifacts_dir(log).name
-    if artifacts.exists():
-        os.replace(artifacts, _layout.artifacts_dir(log))
-    os.replace(stage / log.name, log)
