@@ -3,7 +3,8 @@ the real `wandb.log` in offline mode, side by side.
 
 Run: python tests/benchmarks/bench_compat.py [--calls N] [--reps R] [--quick]
 
-Each call logs `{"train/loss": x, "train/lr": y}` (one commit: one `train` record with `step`);
+Each call is `wandb.log({"train/loss": x, "train/lr": y})`, the module's function, as
+training code calls it (one commit: one `train` record with `step`);
 `Run.log("train", step=i, loss=x, lr=y)` writes the same record. Target: the drop-in at most
 2x `Run.log`, and faster than the real wandb offline (measured when wandb is installed: its
 service process runs, as in a real job). Both runlines sides write the file only
@@ -44,7 +45,7 @@ def wandb_loop(module: Any, directory: Path, **init: Any) -> tuple[Loop, Callabl
     run = module.init(project="bench", dir=str(directory), **init)
 
     def loop(start: int, n: int) -> None:
-        log = run.log
+        log = module.log
         for _ in range(n):
             log({"train/loss": 0.412, "train/lr": 3e-4})
 
