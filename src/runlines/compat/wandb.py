@@ -435,11 +435,11 @@ class Run:
                 if where.summary:
                     self._count(key, value, where.summary)
         self._last.update(row)
-        if stepped:
-            for event, where in stepped.items():
-                records[event]["step"] = self._step_of(where, row, step)
-            if len(records) > 1:
-                self._drop_step_records(records, stepped, row)
+        for event, where in stepped.items():
+            records[event]["step"] = self._step_of(where, row, step)
+        takers = [*stepped.values(), *(where for _, where, _ in media)]
+        if takers:
+            self._drop_step_records(records, takers, row)
         for event, fields in records.items():
             run.log(event, **fields)
         for key, where, value in media:
@@ -456,13 +456,14 @@ class Run:
         return step
 
     def _drop_step_records(
-        self, records: dict[str, dict[str, Any]], stepped: dict[str, _Key], row: Mapping[str, Any]
+        self, records: dict[str, dict[str, Any]], takers: list[_Key], row: Mapping[str, Any]
     ) -> None:
-        """Leave out a record that holds only a step metric another record takes as its step."""
-        used = {w.step_key for w in stepped.values() if w.step_key in row}
+        """Leave out a record that holds only step metrics that another record, or a media
+        value, of the commit takes as its step."""
         for event in list(records):
             keys = {self._key_of(event, field) for field in records[event] if field != "step"}
-            if keys <= used and any(e != event for e in stepped):
+            used = {w.step_key for w in takers if w.event != event and w.step_key in row}
+            if keys <= used:
                 del records[event]
 
     def _key_of(self, event: str, field: str) -> str:
