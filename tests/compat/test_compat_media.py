@@ -9,6 +9,7 @@ import pytest
 
 import runlines
 import runlines.compat.wandb as wandb
+from _optional import needs
 from runlines.compat.tensorboard import SummaryWriter
 from runlines.errors import RunlinesWarning
 
@@ -66,3 +67,19 @@ def test_init_tags_and_notes_reach_runs_and_a_refused_tag_is_said(tmp_path: Path
 
     assert list(row["tags"]) == ["base"]
     assert list(row["notes"]) == ["first"]
+
+
+@needs("matplotlib")
+def test_add_figure_writes_the_figure_and_closes_it(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure = plt.figure(figsize=(1, 1))
+    with SummaryWriter(tmp_path / "exp") as writer:
+        writer.add_figure("plots/loss", figure, global_step=3)
+
+    images = runlines.media(tmp_path / "exp", kind="image")
+    assert images[["name", "step"]].values.tolist() == [["plots/loss", 3]]
+    assert not plt.fignum_exists(figure.number)
