@@ -305,7 +305,7 @@ class Run:
         self._pending: dict[str, Any] = {}
         self._keys: dict[str, _Key] = {}
         # a commit's keys -> its one record (event, fields), or None: the general path
-        self._plans: dict[tuple[str, ...], tuple[str, tuple[str, ...]] | None] = {}
+        self._plans: dict[tuple[str, ...], tuple[str, dict[str, str]] | None] = {}
         self._definitions: list[_Definition] = []
         self._step_keys: set[str] = set()
         self._goals_written: set[str] = set()
@@ -389,24 +389,26 @@ class Run:
         except KeyError:
             plan = self._plan(layout, run)
         if plan is not None:  # one event's fields, none declared: one record, if no media
-            values = row.values()
+            event, field_of = plan
+            fields: dict[str, Any] = {"step": step}
             plain = _FIELD_TYPES
-            for value in values:
+            for key, value in row.items():
                 if type(value) not in plain and not _is_field(value):
                     break
+                fields[field_of[key]] = value
             else:
-                run.log(plan[0], step=step, **dict(zip(plan[1], values, strict=True)))
+                run.log(event, **fields)
                 self._last.update(row)
                 return
         self._write_records(row, step, run)
 
-    def _plan(self, layout: tuple[str, ...], run: _Run) -> tuple[str, tuple[str, ...]] | None:
-        """Return the one record a commit of these keys is, (event, fields), or None: the
-        keys are several events' or declared ones. Decided once per set of keys."""
+    def _plan(self, layout: tuple[str, ...], run: _Run) -> tuple[str, dict[str, str]] | None:
+        """Return the one record a commit of these keys is, (event, field of each key), or
+        None: the keys are several events' or declared ones. Decided once per set of keys."""
         wheres = [self._keys.get(key) or self._resolve(key, run) for key in layout]
         plan = None
         if len({w.event for w in wheres}) == 1 and not any(w.declared for w in wheres):
-            plan = (wheres[0].event, tuple(w.field for w in wheres))
+            plan = (wheres[0].event, {key: w.field for key, w in zip(layout, wheres, strict=True)})
         if len(self._plans) < _PLANS_AT_MOST:
             self._plans[layout] = plan
         return plan
