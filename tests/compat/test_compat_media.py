@@ -9,6 +9,7 @@ import pytest
 
 import runlines
 import runlines.compat.wandb as wandb
+from _optional import needs
 from runlines.compat.tensorboard import SummaryWriter
 from runlines.errors import RunlinesWarning
 
@@ -66,3 +67,50 @@ def test_init_tags_and_notes_reach_runs_and_a_refused_tag_is_said(tmp_path: Path
 
     assert list(row["tags"]) == ["base"]
     assert list(row["notes"]) == ["first"]
+
+
+@needs("matplotlib")
+def test_add_figure_writes_the_figure_and_closes_it(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure = plt.figure(figsize=(1, 1))
+    with SummaryWriter(tmp_path / "exp") as writer:
+        writer.add_figure("plots/loss", figure, global_step=3)
+
+    images = runlines.media(tmp_path / "exp", kind="image")
+    assert images[["name", "step"]].values.tolist() == [["plots/loss", 3]]
+    assert not plt.fignum_exists(figure.number)
+
+
+def test_a_key_logged_as_a_number_then_as_media_is_each_in_its_place(tmp_path: Path) -> None:
+    """The commit's plan is decided per set of keys, the media check per value's type."""
+    run = wandb.init(project="proj", name="exp", dir=tmp_path)
+    wandb.log({"val/x": 0.5})
+    wandb.log({"val/x": wandb.Image(_image())})
+    wandb.log({"val/x": [wandb.Image(_image(), caption="a"), wandb.Image(_image())]})
+    wandb.log({"val/xs": [1.0, 2.0]})  # a list of numbers is a field
+    run.finish()
+
+    images = runlines.media(tmp_path / "proj", kind="image")
+    fields = [r for r in runlines.iter_events(run.path) if r["event"] == "val"]  # type: ignore[arg-type]
+
+    rows = images[["name", "step", "index", "caption"]].astype(object)
+    assert rows.where(rows.notna(), None).values.tolist() == [
+        ["val/x", 1, None, None],
+        ["val/x", 2, 0, "a"],
+        ["val/x", 2, 1, None],
+    ]
+    assert [(r["step"], r.get("x"), r.get("xs")) for r in fields] == [
+        (0, 0.5, None),
+        (3, None, [1.0, 2.0]),
+    ]
+
+
+def test_a_list_mixing_media_kinds_is_refused_naming_the_key(tmp_path: Path) -> None:
+    wandb.init(project="proj", name="exp", dir=tmp_path)
+
+    with pytest.raises(TypeError, match=r"'mixed' mixes \['Histogram', 'Image'\]"):
+        wandb.log({"mixed": [wandb.Image(_image()), wandb.Histogram([1.0])]})

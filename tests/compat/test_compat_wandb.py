@@ -373,7 +373,8 @@ class TestOutsideTheSubset:
     @pytest.mark.parametrize(
         ("get", "named"),
         [
-            (lambda: wandb.Artifact, "'Artifact'"),
+            (lambda: wandb.Video, "'Video'"),
+            (lambda: wandb.require, "'require'"),
             (lambda: wandb.log_model, "'log_model'"),
         ],
     )

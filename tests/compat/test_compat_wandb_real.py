@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -59,6 +60,15 @@ def real_values(directory: Path) -> dict[tuple[int, str], Any]:
     }
 
 
+def real_values_written(directory: Path, deadline_s: float = 30.0) -> dict[tuple[int, str], Any]:
+    """Return real_values() once its history is in the file: wandb's finish() of a second run
+    in one process returns before its service wrote the last records."""
+    give_up = time.monotonic() + deadline_s
+    while not (values := real_values(directory)) and time.monotonic() < give_up:
+        time.sleep(0.05)  # polling the file, with a deadline
+    return values
+
+
 def dropin_values(log: Path) -> dict[tuple[int, str], Any]:
     values = {}
     for record in iter_events(log):
@@ -91,7 +101,7 @@ def test_tee_writes_the_runlines_log_and_the_real_run(tmp_path: Path) -> None:
     dropin.finish()
 
     assert run.path is not None
-    assert dropin_values(run.path) == real_values(tmp_path)
+    assert dropin_values(run.path) == real_values_written(tmp_path)
 
 
 HF_SCRIPT = textwrap.dedent(

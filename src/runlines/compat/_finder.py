@@ -1,25 +1,51 @@
 """`install()`: a meta path finder that makes `import <name>` give a drop-in module.
 
 The drop-in module itself is `<name>` (its state, `wandb.run`, is the one module's), with a
-spec of that name; a few submodules that integrations import (`wandb.sdk.lib.config_util`)
-are made from the drop-in's names.
+spec of that name; a few submodules that integrations import (`wandb.sdk.lib.config_util`,
+`wandb.wandb_run`) are made from the drop-in's names, and `importlib.metadata.version(<name>)`
+(the check of Lightning's loggers) gives the drop-in's `__version__`.
 """
 
 from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import importlib.util
+import os
 import sys
 import types
+from collections.abc import Iterable
 from typing import Any, Final
 
 __all__ = ["install", "is_installed", "uninstall"]
 
 # per drop-in: its submodules, each with the drop-in names it holds
 _SUBMODULES: Final = {
-    "wandb": {"sdk": (), "sdk.lib": (), "sdk.lib.config_util": ("ConfigError",)},
+    "wandb": {
+        "sdk": (),
+        "sdk.lib": ("RunDisabled",),
+        "sdk.lib.config_util": ("ConfigError",),
+        "wandb_run": ("Run",),
+    },
 }
+
+
+class _Distribution(importlib.metadata.Distribution):
+    """The drop-in as an installed distribution: its name and `__version__`, no files."""
+
+    def __init__(self, name: str, module: types.ModuleType) -> None:
+        self._metadata = (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {module.__version__}\n"
+            f"Summary: runlines' drop-in for {name} ({module.__name__})\n"
+        )
+
+    def read_text(self, filename: str) -> str | None:
+        return self._metadata if filename in ("METADATA", "PKG-INFO") else None
+
+    def locate_file(self, path: str | os.PathLike[str]) -> Any:
+        msg = f"runlines' drop-in has no installed files, so none at {os.fspath(path)!r}"
+        raise FileNotFoundError(msg)
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -42,6 +68,15 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if spec is not None:
             spec.origin = self.module.__file__
         return spec
+
+    def find_distributions(
+        self, context: importlib.metadata.DistributionFinder.Context | None = None
+    ) -> Iterable[importlib.metadata.Distribution]:
+        """Give the drop-in's distribution when asked for *name* by name (a version check)."""
+        asked = None if context is None else context.name
+        if asked is None or asked.replace("-", "_").lower() != self.name:
+            return []
+        return [_Distribution(self.name, self.module)]
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         if spec.name == self.name:

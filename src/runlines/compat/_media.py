@@ -1,7 +1,9 @@
 """Media values of the drop-ins (`wandb.Image`, ...) and the one function that logs them.
 
 A media value holds what it was given; `log_media` hands it to the run's media call of its
-kind: `run.image`, `run.histogram`, `run.table` or `run.audio` (docs/compat.md).
+kind: `run.image`, `run.histogram`, `run.table` or `run.audio` (docs/compat.md). A list of
+them (Lightning's `log_image` logs one) is `run.images` for images, and one call per value,
+named `<name>/<index>`, for the other kinds.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from runlines.run import Run
 
-__all__ = ["Audio", "Histogram", "Image", "Media", "Table", "log_media"]
+__all__ = ["Audio", "Histogram", "Image", "Media", "Table", "is_media", "log_media"]
 
 
 class Media:
@@ -102,7 +104,31 @@ class Audio(Media):
         return (self.data, self.sample_rate), {}
 
 
-def log_media(run: Run, name: str, value: Media, step: int | None) -> None:
-    """Write *value* as *name* at *step* through the run's media call of its kind."""
-    args, options = value.arguments()
-    getattr(run, value.kind)(name, *args, step=step, **options)
+def is_media(value: Any) -> bool:
+    """Return whether *value* is a media value, or a list or tuple that starts with one."""
+    if isinstance(value, Media):
+        return True
+    return isinstance(value, list | tuple) and bool(value) and isinstance(value[0], Media)
+
+
+def log_media(run: Run, name: str, value: Media | Sequence[Media], step: int | None) -> None:
+    """Write *value* (one media value, or a list of one kind) as *name* at *step*."""
+    if isinstance(value, Media):
+        args, options = value.arguments()
+        getattr(run, value.kind)(name, *args, step=step, **options)
+        return
+    kinds = {type(one) for one in value}
+    if len(kinds) != 1 or not issubclass(kinds.pop(), Media):
+        found = sorted({type(one).__name__ for one in value})
+        msg = f"a list logged as {name!r} mixes {found}; log media values of one kind per key"
+        raise TypeError(msg)
+    if len(value) == 1:
+        log_media(run, name, value[0], step)
+    elif isinstance(value[0], Image):
+        captions = [one.caption for one in value]  # type: ignore[attr-defined]
+        images = [one.data for one in value]  # type: ignore[attr-defined]
+        # step None: the run refuses it, as each media call does, naming `step`
+        run.images(name, images, step=step, captions=captions if any(captions) else None)  # type: ignore[arg-type]
+    else:
+        for index, one in enumerate(value):
+            log_media(run, f"{name}/{index}", one, step)

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-from runlines.compat._keys import split_key
+from runlines import _layout
+from runlines.compat._keys import column_of, split_key
 from runlines.compat._media import Audio, Histogram, Image, Media, log_media
-
-if TYPE_CHECKING:
-    from runlines.run import Run
+from runlines.fields import Vocabulary
+from runlines.run import Run
 
 __all__ = ["SummaryWriter"]
 
@@ -46,9 +47,6 @@ class SummaryWriter:
         flush_secs: int = 120,
         filename_suffix: str = "",
     ) -> None:
-        from runlines.fields import Vocabulary
-        from runlines.run import Run
-
         if log_dir is None:
             stamp = datetime.now().strftime("%b%d_%H-%M-%S")
             log_dir = Path("runs") / f"{stamp}_{socket.gethostname()}{comment}"
@@ -128,9 +126,6 @@ class SummaryWriter:
     ) -> None:
         """Write an `hparams` record, the metrics as records, and the metrics as the run's
         declared final values (a `summary` record, which runs() reads)."""
-        from runlines import _layout
-        from runlines.compat._keys import column_of
-
         hparams = {k: _number(v) for k, v in hparam_dict.items()}
         self._write("hparams", {"hparams": hparams}, global_step, None)
         metrics = {k: _number(v) for k, v in metric_dict.items()}
@@ -198,10 +193,9 @@ class SummaryWriter:
         for index, one in enumerate(figures):
             name = tag if len(figures) == 1 else f"{tag}/{index}"
             self._media(name, Image(one), global_step)
-            if close:
-                import matplotlib.pyplot as plt
-
-                plt.close(one)
+            pyplot = sys.modules.get("matplotlib.pyplot")  # a figure pyplot made, it holds
+            if close and pyplot is not None:
+                pyplot.close(one)
 
     def add_audio(
         self,
@@ -257,7 +251,7 @@ def _number(value: Any) -> Any:
 
 def _array(value: Any) -> Any:
     """Return *value* (a tensor, an array, a list) as a numpy array."""
-    import numpy as np
+    import numpy as np  # the door to numpy: the scalars and text need none
 
     detach = getattr(value, "detach", None)
     if callable(detach):

@@ -11,33 +11,37 @@ it, never a silent no-op.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import fnmatch
+import importlib
+import inspect
 import os
 import random
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from types import ModuleType
+from typing import Any, Final, Literal
 
 from runlines import _layout
+from runlines.compat import _finder
 from runlines.compat._keys import DEFAULT_EVENT, column_of, split_key
-from runlines.compat._media import Audio, Histogram, Image, Media, Table, log_media
+from runlines.compat._media import Audio, Histogram, Image, Media, Table, is_media, log_media
 from runlines.errors import FieldError, RunlinesWarning, RunStateError
-
-if TYPE_CHECKING:
-    from types import ModuleType
-
-    from runlines.run import Run as _Run
+from runlines.fields import Vocabulary
+from runlines.run import Run as _Run
 
 __all__ = [
+    "Artifact",
     "Audio",
     "Config",
     "ConfigError",
     "Histogram",
     "Image",
     "Run",
+    "RunDisabled",
     "Summary",
     "Table",
     "alert",
@@ -65,7 +69,10 @@ _OWN_EVENTS: Final = _layout.LIFECYCLE_EVENTS | {
     _layout.SYSTEM, _layout.STALL, _layout.STALL_END, _layout.NONFINITE, _layout.WARNING,
     _layout.LOG, _layout.SUMMARY, _layout.DEFINE_METRIC, "run_info", "config", "alert",
 }  # fmt: skip
-_MEDIA_TYPES: Final = frozenset({Image, Histogram, Table, Audio})
+# the types of values a commit writes as fields, decided at their first sight (by is_media:
+# never a media value, a list or a tuple), so that a commit's check of a value is one lookup
+_FIELD_TYPES: Final[set[type]] = set()
+_PLANS_AT_MOST: Final = 1024  # sets of keys whose commit is planned; others take the general path
 _ADJECTIVES: Final = (
     "amber", "bold", "brisk", "calm", "crisp", "dainty", "eager", "fancy", "gentle", "glad",
     "hardy", "jolly", "keen", "lively", "lucky", "misty", "noble", "proud", "quiet", "rosy",
@@ -114,6 +121,45 @@ class _Key:
     step_sync: bool
     summary: tuple[str, ...]
     declared: bool  # a step metric or summaries: the commit's slower path
+
+
+class RunDisabled:
+    """W&B's stand-in run of `mode="disabled"`, which integrations check for; the drop-in's
+    disabled run is a `Run` that writes nothing, so no value is one of these."""
+
+
+class Artifact:
+    """`wandb.Artifact`: files under a *name* and *type*; `log_artifact()` registers each as an
+    `artifact` record (path, size, sha256: the files stay where they are)."""
+
+    def __init__(
+        self,
+        name: str,
+        type: str,
+        description: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.type = type
+        self.description = description
+        self.metadata = dict(metadata or {})
+        self.files: list[tuple[str, str]] = []  # (local path, name in the artifact)
+
+    def __getattr__(self, name: str) -> Any:
+        err = _missing("wandb.Artifact", name)
+        raise err
+
+    def add_file(
+        self,
+        local_path: str,
+        name: str | None = None,
+        is_tmp: bool | None = False,
+        skip_cache: bool | None = False,
+        policy: Literal["mutable", "immutable"] | None = "mutable",
+        overwrite: bool = False,
+    ) -> None:
+        """Add the file at *local_path* (as *name*, default its own name)."""
+        self.files.append((str(local_path), name or Path(local_path).name))
 
 
 class Config:
@@ -258,6 +304,8 @@ class Run:
         self._step = 0
         self._pending: dict[str, Any] = {}
         self._keys: dict[str, _Key] = {}
+        # a commit's keys -> its one record (event, fields), or None: the general path
+        self._plans: dict[tuple[str, ...], tuple[str, dict[str, str]] | None] = {}
         self._definitions: list[_Definition] = []
         self._step_keys: set[str] = set()
         self._goals_written: set[str] = set()
@@ -335,16 +383,49 @@ class Run:
     def _write_row(self, row: Mapping[str, Any], step: int) -> None:
         """Write one commit: a record per event, each with `step`, then its media values."""
         run = self._run if self._run is not None else self._open()
+        layout = tuple(row)
+        try:
+            plan = self._plans[layout]
+        except KeyError:
+            plan = self._plan(layout, run)
+        if plan is not None:  # one event's fields, none declared: one record, if no media
+            event, field_of = plan
+            fields: dict[str, Any] = {"step": step}
+            plain = _FIELD_TYPES
+            for key, value in row.items():
+                if type(value) not in plain and not _is_field(value):
+                    break
+                fields[field_of[key]] = value
+            else:
+                run.log(event, **fields)
+                self._last.update(row)
+                return
+        self._write_records(row, step, run)
+
+    def _plan(self, layout: tuple[str, ...], run: _Run) -> tuple[str, dict[str, str]] | None:
+        """Return the one record a commit of these keys is, (event, field of each key), or
+        None: the keys are several events' or declared ones. Decided once per set of keys."""
+        wheres = [self._keys.get(key) or self._resolve(key, run) for key in layout]
+        plan = None
+        if len({w.event for w in wheres}) == 1 and not any(w.declared for w in wheres):
+            plan = (wheres[0].event, {key: w.field for key, w in zip(layout, wheres, strict=True)})
+        if len(self._plans) < _PLANS_AT_MOST:
+            self._plans[layout] = plan
+        return plan
+
+    def _write_records(self, row: Mapping[str, Any], step: int, run: _Run) -> None:
+        """Write a commit of several events, declared keys or media: a record per event, then
+        each media value at the step of its key's records."""
         keys = self._keys
         records: dict[str, dict[str, Any]] = {}
         stepped: dict[str, _Key] = {}  # event -> the key that gives its step
-        media: list[tuple[str, Media]] = []
+        media: list[tuple[str, _Key, Any]] = []
         for key, value in row.items():
             where = keys.get(key)
             if where is None:
                 where = self._resolve(key, run)
-            if type(value) in _MEDIA_TYPES:
-                media.append((key, value))
+            if type(value) not in _FIELD_TYPES and not _is_field(value):
+                media.append((key, where, value))
                 continue
             fields = records.get(where.event)
             if fields is None:
@@ -356,15 +437,15 @@ class Run:
                 if where.summary:
                     self._count(key, value, where.summary)
         self._last.update(row)
-        if stepped:
-            for event, where in stepped.items():
-                records[event]["step"] = self._step_of(where, row, step)
-            if len(records) > 1:
-                self._drop_step_records(records, stepped, row)
+        for event, where in stepped.items():
+            records[event]["step"] = self._step_of(where, row, step)
+        takers = [*stepped.values(), *(where for _, where, _ in media)]
+        if takers:
+            self._drop_step_records(records, takers, row)
         for event, fields in records.items():
             run.log(event, **fields)
-        for key, value in media:
-            log_media(run, key, value, step)
+        for key, where, value in media:
+            log_media(run, key, value, self._step_of(where, row, step))
 
     def _step_of(self, where: _Key, row: Mapping[str, Any], step: int) -> Any:
         """Return a record's step: its step metric's value (the last one with step_sync)."""
@@ -377,13 +458,14 @@ class Run:
         return step
 
     def _drop_step_records(
-        self, records: dict[str, dict[str, Any]], stepped: dict[str, _Key], row: Mapping[str, Any]
+        self, records: dict[str, dict[str, Any]], takers: list[_Key], row: Mapping[str, Any]
     ) -> None:
-        """Leave out a record that holds only a step metric another record takes as its step."""
-        used = {w.step_key for w in stepped.values() if w.step_key in row}
+        """Leave out a record that holds only step metrics that another record, or a media
+        value, of the commit takes as its step."""
         for event in list(records):
             keys = {self._key_of(event, field) for field in records[event] if field != "step"}
-            if keys <= used and any(e != event for e in stepped):
+            used = {w.step_key for w in takers if w.event != event and w.step_key in row}
+            if keys <= used:
                 del records[event]
 
     def _key_of(self, event: str, field: str) -> str:
@@ -445,9 +527,6 @@ class Run:
         return None if found is None else found.goal
 
     def _open(self) -> _Run:
-        from runlines.fields import Vocabulary
-        from runlines.run import Run as _Run
-
         self._run = _Run(
             self.name,
             self._directory,
@@ -459,8 +538,6 @@ class Run:
         self.name = self._run.name  # a finished run's name is taken: `<name>-2`
         self._run.log("run_info", **self._info)
         self._tag_and_note()
-        import atexit
-
         atexit.register(self._at_exit)  # runs before the run's own close at exit (LIFO)
         return self._run
 
@@ -541,6 +618,7 @@ class Run:
         )
         if step_metric is not None:
             self._step_keys.add(step_metric)
+        self._plans.clear()
         seen = [key for key in self._keys if self._definitions[-1].matches(key)]
         for key in seen:  # written again from the definitions; a goal's record goes first
             del self._keys[key]
@@ -578,6 +656,35 @@ class Run:
         if not self._disabled:
             run = self._run if self._run is not None else self._open()
             run.log("alert", title=title, text=text, level=str(level or "INFO"))
+
+    def log_artifact(
+        self,
+        artifact_or_path: Artifact | str | os.PathLike[str],
+        name: str | None = None,
+        type: str | None = None,
+        aliases: list[str] | None = None,
+        tags: list[str] | None = None,
+    ) -> Artifact:
+        """Register each file of *artifact_or_path* (an Artifact, or a file's path) as an
+        `artifact` record named by its type, with the artifact's name, aliases and metadata."""
+        if self._tee is not None:
+            self._tee.log_artifact(
+                _for_tee_artifact(self._tee, artifact_or_path), name, type, aliases, tags
+            )
+        artifact = artifact_or_path
+        if not isinstance(artifact, Artifact):
+            path = Path(artifact)
+            artifact = Artifact(name or path.name, type or "unspecified")
+            artifact.add_file(str(path))
+        if not self._disabled:
+            run = self._run if self._run is not None else self._open()
+            extra: dict[str, Any] = {"aliases": list(aliases or [])}
+            extra["metadata"] = artifact.metadata
+            for local, inside in artifact.files:
+                run.artifact(
+                    artifact.type, path=local, artifact=artifact.name, file=inside, **extra
+                )
+        return artifact
 
     def watch(self, *args: Any, **kwargs: Any) -> None:
         """Log nothing: the drop-in has no gradient histograms; says so once."""
@@ -629,6 +736,8 @@ def init(
     job_type: str | None = None,
     mode: str | None = None,
     reinit: bool | str | None = None,
+    entity: str | None = None,
+    anonymous: str | None = None,
     *,
     tee: bool = False,
 ) -> Run:
@@ -636,7 +745,8 @@ def init(
 
     *name* defaults to *id*, else a W&B-like `<adjective>-<noun>-<n>`; *project* to
     $WANDB_PROJECT, else "uncategorized". *resume* "allow"/"auto"/True continues a run of the
-    name, "must" requires one, "never" refuses one. mode="disabled" writes nothing. With
+    name, "must" requires one, "never" refuses one. mode="disabled" writes nothing. *entity*
+    goes to the `run_info` record; *anonymous* changes nothing (nothing is uploaded). With
     *tee*, every call is also made on the real wandb, with the same arguments.
     """
     current = run
@@ -655,8 +765,10 @@ def init(
             project=project, name=name, config=_as_dict(config) if config is not None else None,
             dir=dir, id=id, resume=resume, tags=tags, notes=notes, group=group,
             job_type=job_type, mode=mode, reinit=reinit,
+            **{k: v for k, v in (("entity", entity), ("anonymous", anonymous)) if v is not None},
         )  # fmt: skip
-    info = {"project": project, "wandb_id": id, "tags": list(tags) if tags else None}
+    info: dict[str, Any] = {"project": project, "entity": entity, "wandb_id": id}
+    info["tags"] = list(tags) if tags else None
     info.update(notes=notes, group=group, job_type=job_type)
     started = Run(
         project=project,
@@ -674,7 +786,7 @@ def init(
 
 def log(data: Mapping[str, Any], step: int | None = None, commit: bool | None = None) -> None:
     """`wandb.log`: see `Run.log`."""
-    _current("log").log(data, step=step, commit=commit)
+    (run or _current("log")).log(data, step, commit)
 
 
 def define_metric(
@@ -722,16 +834,13 @@ def termerror(string: str, repeat: bool = True) -> None:
 
 
 def install() -> None:
-    """Make `import wandb` (and its `wandb.sdk.lib.config_util`) give this drop-in."""
-    from runlines.compat import _finder
-
+    """Make `import wandb` (and `wandb.sdk.lib`, `wandb.wandb_run`, its version) give this
+    drop-in."""
     _finder.install("wandb", sys.modules[__name__])
 
 
 def uninstall() -> None:
     """Undo install(): `import wandb` finds the real package again."""
-    from runlines.compat import _finder
-
     _finder.uninstall("wandb")
 
 
@@ -791,6 +900,16 @@ def _as_dict(value: Any) -> dict[str, Any]:
     raise TypeError(msg)
 
 
+def _is_field(value: Any) -> bool:
+    """Return whether *value* is a field of its record, not a media value. Its type decides
+    from its first sight on; a list or a tuple is looked into each time."""
+    if is_media(value):
+        return False
+    if not isinstance(value, list | tuple):
+        _FIELD_TYPES.add(type(value))
+    return True
+
+
 def _flat(column: str, value: Any) -> dict[str, Any]:
     """Return *value* under *column*, a nested mapping's keys dotted below it."""
     if not isinstance(value, Mapping):
@@ -803,10 +922,6 @@ def _flat(column: str, value: Any) -> dict[str, Any]:
 
 def _real_wandb() -> ModuleType:
     """Return the real wandb package, for tee=True."""
-    import importlib
-
-    from runlines.compat import _finder
-
     if _finder.is_installed("wandb"):
         msg = (
             "init(tee=True) needs the real wandb as `wandb`, and install() made `import wandb` "
@@ -823,13 +938,21 @@ def _real_wandb() -> ModuleType:
 def _tee_define_metric(real: ModuleType, name: str, *options: Any) -> None:
     """Call the real define_metric with the options given; `goal` only where it has one
     (wandb 0.31 dropped it)."""
-    import inspect
-
     names = ("step_metric", "step_sync", "summary", "goal")
     kwargs = {k: v for k, v in zip(names, options, strict=True) if v is not None}
     if "goal" not in inspect.signature(real.run.define_metric).parameters:
         kwargs.pop("goal", None)
     real.run.define_metric(name, **kwargs)
+
+
+def _for_tee_artifact(real: ModuleType, artifact: Artifact | str | os.PathLike[str]) -> Any:
+    """Return *artifact* made again as the real wandb's, or the path as it is."""
+    if not isinstance(artifact, Artifact):
+        return artifact
+    made = real.Artifact(artifact.name, artifact.type, artifact.description, artifact.metadata)
+    for local, inside in artifact.files:
+        made.add_file(local, name=inside)
+    return made
 
 
 def _for_tee(real: ModuleType, data: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Lightning: `RunlinesLogger` writes hyperparameters, metrics and checkpoints to a run.
+"""Lightning: `RunlinesLogger` writes hyperparameters, metrics, media and checkpoints to a run.
 
 See docs/integrations.md. Importing this module imports lightning.
 """
@@ -10,7 +10,7 @@ import re
 import sys
 import weakref
 from argparse import Namespace
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -144,6 +144,67 @@ class RunlinesLogger(Logger):
         for event, fields in _records(metrics):
             run.log(event, **head, **fields)
 
+    # -- media, with the signatures of Lightning's WandbLogger --------------------------------
+
+    @rank_zero_only
+    def log_image(
+        self, key: str, images: list[Any], step: int | None = None, **kwargs: Any
+    ) -> None:
+        """Write *images* (arrays, tensors, PIL images, files) as `image` records named *key*.
+
+        One image is `run.image`, several `run.images` (with `index`); `caption=` is a list of
+        one caption per image. *step* defaults to the trainer's `global_step`.
+        """
+        captions = _per_item("log_image", images, kwargs, ("caption",)).get("caption")
+        run, at = self._open(), self._media_step("log_image", step)
+        if len(images) == 1:
+            run.image(key, images[0], step=at, caption=None if captions is None else captions[0])
+        else:
+            run.images(key, images, step=at, captions=captions)
+
+    @rank_zero_only
+    def log_table(
+        self,
+        key: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+    ) -> None:
+        """Write a table, *columns* and rows of *data* or a pandas *dataframe*, as Parquet."""
+        table = _table(columns, data, dataframe)
+        self._open().table(key, table, step=self._media_step("log_table", step))
+
+    @rank_zero_only
+    def log_text(
+        self,
+        key: str,
+        columns: list[str] | None = None,
+        data: list[list[str]] | str | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+    ) -> None:
+        """Write text: a table of strings, as Lightning's WandbLogger does, or a `text` record
+        when *data* is one str."""
+        if isinstance(data, str) and columns is None and dataframe is None:
+            self._open().text(key, data, step=self._media_step("log_text", step))
+        else:
+            self.log_table(key, columns, data, dataframe, step)  # type: ignore[arg-type]
+
+    @rank_zero_only
+    def log_audio(
+        self, key: str, audios: list[Any], step: int | None = None, **kwargs: Any
+    ) -> None:
+        """Write each of *audios* (samples in -1..1) as an `audio` record; `sample_rate=` is a
+        list of one rate per clip. Several are named `<key>/<index>`."""
+        rates = _per_item("log_audio", audios, kwargs, ("sample_rate",)).get("sample_rate")
+        if rates is None:
+            msg = "log_audio() needs sample_rate=[...]: one rate (samples per second) per clip"
+            raise TypeError(msg)
+        run, at = self._open(), self._media_step("log_audio", step)
+        for index, (samples, rate) in enumerate(zip(audios, rates, strict=True)):
+            run.audio(key if len(audios) == 1 else f"{key}/{index}", samples, rate, step=at)
+
     @rank_zero_only
     def after_save_checkpoint(self, checkpoint_callback: ModelCheckpoint) -> None:
         """Register each checkpoint file the callback saved (best, last) as an artifact."""
@@ -186,6 +247,14 @@ class RunlinesLogger(Logger):
         trainer = None if self._trainer is None else self._trainer()
         step = getattr(trainer, "global_step", None)
         return step if isinstance(step, int) else fallback
+
+    def _media_step(self, call: str, step: int | None) -> int:
+        """Return *step*, else the trainer's global_step; a media record needs one."""
+        at = step if step is not None else self._global_step(None)
+        if at is None:
+            msg = f"{call}() needs step= when the logger knows no trainer (outside trainer.fit)"
+            raise ValueError(msg)
+        return at
 
     def _is_open(self) -> bool:
         run = self._run
@@ -247,6 +316,35 @@ def _place(key: str) -> tuple[str, str | None, str]:
         if name != key:
             return event, split, _agreed_name(name)
     return "train_step", None, _agreed_name(key)
+
+
+def _per_item(
+    call: str, items: Sequence[Any], options: Mapping[str, Any], known: tuple[str, ...]
+) -> dict[str, list[Any]]:
+    """Return the per-item lists of *options*, checked as Lightning's WandbLogger checks them."""
+    if not isinstance(items, list):
+        msg = f"{call}() takes a list, found {type(items).__name__}"
+        raise TypeError(msg)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        msg = f"{call}() takes {', '.join(f'{k}=' for k in known)} per item, not {unknown}"
+        raise TypeError(msg)
+    for name, values in options.items():
+        if len(values) != len(items):
+            msg = f"{call}() got {len(items)} items but {len(values)} values of {name}="
+            raise ValueError(msg)
+    return {name: list(values) for name, values in options.items()}
+
+
+def _table(columns: list[str] | None, data: list[list[Any]] | None, dataframe: Any) -> Any:
+    """Return what run.table() takes: the *dataframe*, or the rows of *data* as dicts."""
+    if dataframe is not None:
+        return dataframe
+    if data is None:
+        msg = "log_table() needs data= (rows, with columns=) or dataframe="
+        raise TypeError(msg)
+    names = columns or [f"c{i}" for i in range(len(data[0]) if data else 0)]
+    return [dict(zip(names, row, strict=True)) for row in data]
 
 
 def _checkpoint_paths(callback: ModelCheckpoint) -> list[str]:
