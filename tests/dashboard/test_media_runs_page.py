@@ -7,50 +7,23 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _serve_helpers import CHROMIUM
 
 from runlines import Run
 from runlines.dashboard import Server
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip("needs Debian's chromium: apt-get install chromium", allow_module_level=True)
 
 expect = sync_api.expect
-WAIT_MS = 15_000
 QUIET: dict[str, Any] = {"stdout": False, "system": False, "capture": False}
 MEDIA = "#runs-media"
-
-
-@pytest.fixture(name="browser", scope="module")
-def _browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(name="errors")
-def _errors() -> list[str]:
-    return []
-
-
-@pytest.fixture(name="page")
-def _page(browser: Any, errors: list[str]) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    yield page
-    context.close()
 
 
 def _card(page: Any, kind: str, name: str) -> Any:

@@ -21,11 +21,13 @@ from typing import Any
 import orjson
 
 from runlines import _context, _encoding, _layout
+from runlines._version import __version__
 from runlines.errors import RunlinesError
 
 __all__ = [
     "ImportedRun",
     "Staging",
+    "bookends",
     "clean_name",
     "copy_body",
     "imported_sha",
@@ -138,6 +140,48 @@ class Staging:
                 if staged.exists():
                     os.replace(staged, side)
             os.replace(stage / log.name, log)  # last: a log present is a finished import
+
+
+def bookends(
+    name: str,
+    first: float,
+    last: float,
+    source: dict[str, Any],
+    config: dict[str, Any],
+    status: str | None,
+    exit_code: int | None = None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The `run_start` (naming *source* as `imported_from`) and `run_end` of one imported run.
+
+    *status* None: the source run has not ended, so there is no `run_end`.
+    """
+    run_id = _context.new_run_id()
+    start = {
+        "ts": first,
+        "event": "run_start",
+        "run": name,
+        "id": run_id,
+        "attempt": 1,
+        "imported_from": source,
+        "runlines": __version__,
+        "writer": "import",
+        "config": config,
+    }
+    if status is None:
+        return start, None
+    end: dict[str, Any] = {
+        "ts": last,
+        "event": "run_end",
+        "run": name,
+        "id": run_id,
+        "attempt": 1,
+        "status": status,
+        "duration_s": round(last - first, 6),
+        "dropped": 0,
+    }
+    if exit_code:
+        end["exit_code"] = exit_code
+    return start, end
 
 
 def write_log(

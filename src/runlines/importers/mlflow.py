@@ -21,10 +21,9 @@ from typing import Any, Final
 import orjson
 
 from runlines import _context, _encoding, _notes
-from runlines._version import __version__
 from runlines.compat._keys import split_key
 from runlines.errors import FieldError, RunlinesError
-from runlines.importers._common import ImportedRun, Staging, clean_name, write_log
+from runlines.importers._common import ImportedRun, Staging, bookends, clean_name, write_log
 
 _PIP: Final = "pip install 'runlines[import-mlflow]'"
 try:  # this module is the door: imported only when an import of MLflow runs runs
@@ -236,24 +235,16 @@ def _import_run(
     times = [r["ts"] for r in records]
     first = info.start_time / 1000 if info.start_time else min(times, default=0.0)
     last = info.end_time / 1000 if info.end_time else max(times, default=first)
-    run_id = _context.new_run_id()
-    start = {
-        "ts": first,
-        "event": "run_start",
-        "run": name,
-        "id": run_id,
-        "attempt": 1,
-        "imported_from": {
-            "tool": _SOURCE,
-            "uri": uri,
-            "experiment": run.info.experiment_id,
-            "run_id": info.run_id,
-            "sha256": digest,
-        },
-        "runlines": __version__,
-        "writer": "import",
-        "config": {key: _param(value) for key, value in sorted(run.data.params.items())},
+    source = {
+        "tool": _SOURCE,
+        "uri": uri,
+        "experiment": run.info.experiment_id,
+        "run_id": info.run_id,
+        "sha256": digest,
     }
+    config = {key: _param(value) for key, value in sorted(run.data.params.items())}
+    status = STATUSES.get(info.status)
+    start, end = bookends(name, first, last, source, config, status)
     run_info = {
         "ts": first,
         "event": "run_info",
@@ -263,20 +254,7 @@ def _import_run(
         "mlflow_status": info.status,
         "tags": tags,
     }
-    status = STATUSES.get(info.status)
-    end = None
-    if status is not None:
-        end = {
-            "ts": last,
-            "event": "run_end",
-            "run": name,
-            "id": run_id,
-            "attempt": 1,
-            "status": status,
-            "duration_s": round(last - first, 6),
-            "dropped": 0,
-        }
-    else:
+    if status is None:
         result.note = f"{info.status} in MLflow: imported without a run_end"
     lines = [_encoding.encode_line_safe(run_info)]
     lines += [_encoding.encode_line_safe(r) for r in records]

@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from runlines import _context, _encoding, _layout, _media
-from runlines._version import __version__
 from runlines.compat._keys import split_key
 from runlines.errors import RunlinesError
 from runlines.importers._common import (
     ImportedRun,
     Staging,
+    bookends,
     clean_name,
     copy_body,
     sha256_files,
@@ -123,33 +123,13 @@ def _import_run(
     first, last = converter.first_ts, converter.last_ts
     if first is None or last is None:
         first = last = min(p.stat().st_mtime for p in files)
-    run_id = _context.new_run_id()
-    start = {
-        "ts": first,
-        "event": "run_start",
-        "run": name,
-        "id": run_id,
-        "attempt": 1,
-        "imported_from": {
-            "tool": _SOURCE,
-            "path": str(folder.resolve()),
-            "files": [p.name for p in files],
-            "sha256": digest,
-        },
-        "runlines": __version__,
-        "writer": "import",
-        "config": converter.config,
+    source = {
+        "tool": _SOURCE,
+        "path": str(folder.resolve()),
+        "files": [p.name for p in files],
+        "sha256": digest,
     }
-    end = {
-        "ts": last,
-        "event": "run_end",
-        "run": name,
-        "id": run_id,
-        "attempt": 1,
-        "status": "ok",
-        "duration_s": round(last - first, 6),
-        "dropped": 0,
-    }
+    start, end = bookends(name, first, last, source, converter.config, "ok")
     write_log(stage / f"{name}.jsonl", start, copy_body(body), end)
     return result
 

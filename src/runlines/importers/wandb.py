@@ -22,10 +22,16 @@ from typing import Any, Final
 import orjson
 
 from runlines import _context, _encoding, _layout, _notes
-from runlines._version import __version__
 from runlines.compat._keys import column_of, split_key
 from runlines.errors import FieldError, RunlinesError
-from runlines.importers._common import ImportedRun, Staging, clean_name, sha256_files, write_log
+from runlines.importers._common import (
+    ImportedRun,
+    Staging,
+    bookends,
+    clean_name,
+    sha256_files,
+    write_log,
+)
 
 __all__ = ["WandbImportError", "import_wandb"]
 
@@ -181,23 +187,16 @@ class _Run:
         started = _timestamp(info.get("start_time"))
         first = started if started is not None else min(times, default=0.0)
         last = max([first, *times])
-        run_id = _context.new_run_id()
-        start = {
-            "ts": first,
-            "event": "run_start",
-            "run": name,
-            "id": run_id,
-            "attempt": 1,
-            "imported_from": {
-                "tool": _SOURCE,
-                "path": str(self.file.resolve()),
-                "run_id": info.get("run_id"),
-                "sha256": digest,
-            },
-            "runlines": __version__,
-            "writer": "import",
-            "config": self.config,
+        source = {
+            "tool": _SOURCE,
+            "path": str(self.file.resolve()),
+            "run_id": info.get("run_id"),
+            "sha256": digest,
         }
+        status = None
+        if self.exit_code is not None:
+            status = "ok" if self.exit_code == 0 else "failed"
+        start, end = bookends(name, first, last, source, self.config, status, self.exit_code)
         run_info = {"ts": first, "event": "run_info", "run": name}
         run_info.update({field: info.get(key) for key, field in _RUN_INFO.items()})
         body = [_encoding.encode_line_safe(run_info), *lines]
@@ -205,21 +204,7 @@ class _Run:
         if values:
             summary = {"ts": last, "event": _layout.SUMMARY, "run": name, "values": values}
             body.append(_encoding.encode_line_safe(summary))
-        end = None
-        if self.exit_code is not None:
-            end = {
-                "ts": last,
-                "event": "run_end",
-                "run": name,
-                "id": run_id,
-                "attempt": 1,
-                "status": "ok" if self.exit_code == 0 else "failed",
-                "duration_s": round(last - first, 6),
-                "dropped": 0,
-            }
-            if self.exit_code:
-                end["exit_code"] = self.exit_code
-        else:
+        if end is None:
             result.note = "no exit record (the run was killed, or still runs): no run_end"
         write_log(path, start, body, end)
         self._notes(path, result)
