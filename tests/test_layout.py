@@ -332,3 +332,28 @@ def test_the_border_checks_see_names_doors_and_functions(tmp_path: Path) -> None
     assert underscore_imports(tmp_path) == ["pkg.user: _hidden from pkg._inner.part"]
     assert door_bypasses(tmp_path) == ["pkg.user imports pkg._inner.part, past pkg._inner"]
     assert [m for _, _, m in _function_imports(tmp_path)] == ["pkg._inner"]
+
+
+def _shared_basenames(tests: Path) -> dict[str, list[str]]:
+    """Return each file name that more than one test module under *tests* carries."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(tests.rglob("*.py")):
+        if "benchmarks" not in path.parts:
+            seen.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    return {name: where for name, where in seen.items() if len(where) > 1 and name != "conftest.py"}
+
+
+def test_no_two_test_modules_share_a_file_name() -> None:
+    # The test folders are not packages, so pytest imports each module by its file name; a second
+    # tests/x/test_a.py beside tests/y/test_a.py stops the whole collection.
+    shared = _shared_basenames(Path(__file__).resolve().parent)
+    assert not shared, f"rename one of each: {shared}"
+
+
+def test_the_file_name_check_sees_a_name_in_two_folders(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "test_same.py").write_text("", encoding="utf-8")
+        (tmp_path / folder / "conftest.py").write_text("", encoding="utf-8")
+    (tmp_path / "a" / "test_other.py").write_text("", encoding="utf-8")
+    assert _shared_basenames(tmp_path) == {"test_same.py": ["a/test_same.py", "b/test_same.py"]}
