@@ -8,9 +8,22 @@ wandb's own protobuf `Record`. A test helper only; no importer reads files this 
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 from typing import Any
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment for a child that runs wandb, less any `WANDB_*` inherited.
+
+    A real wandb run in this process (another test) leaves `WANDB_SERVICE` naming its own
+    service; a child that inherits it hands its run to that service, which writes the run's
+    file after the child has exited.
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    return {**env, **extra}
+
 
 _BLOCK = 32 * 1024
 _HEADER = 7

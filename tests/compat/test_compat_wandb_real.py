@@ -17,7 +17,7 @@ import pytest
 
 import runlines.compat.wandb as dropin
 from _optional import skip_without
-from compat._wandb_files import history
+from compat._wandb_files import child_env, history
 from runlines.compat._keys import DEFAULT_EVENT
 from runlines.reading import iter_events
 
@@ -142,7 +142,7 @@ HF_SCRIPT = textwrap.dedent(
 
 def test_the_hf_trainer_reports_to_the_drop_in_after_install(tmp_path: Path) -> None:
     skip_without("transformers")
-    env = {**os.environ, "WANDB_PROJECT": "hf", "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = child_env(WANDB_PROJECT="hf", PYTHONPATH=os.pathsep.join(sys.path))
 
     done = subprocess.run(
         [sys.executable, "-c", HF_SCRIPT, str(tmp_path / "out")],

@@ -3,7 +3,6 @@ running the same script: the same values at the same steps."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 
 import runlines
 from _optional import skip_without
-from compat._wandb_files import history
+from compat._wandb_files import child_env, history
 from runlines.cli import main
 from runlines.reading import iter_events
 
@@ -50,8 +49,7 @@ def run_script(directory: Path, wandb: str) -> None:
     """
     directory.mkdir(parents=True)
     code = SCRIPT.replace("import wandb", f"import {wandb} as wandb")
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true"}
-    env["WANDB_DIR"] = str(directory)
+    env = child_env(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DIR=str(directory))
     subprocess.run([sys.executable, "-c", code], cwd=directory, env=env, check=True)
 
 

@@ -163,7 +163,11 @@ class _Converter:
                         self._skip("graphs")
                     continue
                 values = event.summary.value
-                if all(v.WhichOneof("value") == "simple_value" for v in values):
+                if (
+                    values[0].WhichOneof("value") == "simple_value"  # torch writes one a time
+                    if len(values) == 1
+                    else all(v.WhichOneof("value") == "simple_value" for v in values)
+                ):
                     # a scalar of the legacy kind (torch's add_scalar): what the compat layers
                     # would turn into a float32 tensor of the `scalars` plugin, read as it is
                     for value in values:
