@@ -39,7 +39,7 @@ __all__ = ["MlflowImportError", "import_mlflow"]
 _SOURCE: Final = "mlflow"
 _SQLITE: Final = "sqlite:///"
 # MLflow's status -> the run_end status; RUNNING and SCHEDULED have no run_end (docs/compat.md)
-STATUSES: Final = {"FINISHED": "ok", "FAILED": "failed", "KILLED": "terminated"}
+_STATUSES: Final = {"FINISHED": "ok", "FAILED": "failed", "KILLED": "terminated"}
 _NOTE_TAG: Final = "mlflow.note.content"  # the run's description in MLflow's UI
 _SYSTEM_TAGS: Final = "mlflow."
 _PAGE: Final = 1000
@@ -243,7 +243,7 @@ def _import_run(
         "sha256": digest,
     }
     config = {key: _param(value) for key, value in sorted(run.data.params.items())}
-    status = STATUSES.get(info.status)
+    status = _STATUSES.get(info.status)
     start, end = bookends(name, first, last, source, config, status)
     run_info = {
         "ts": first,

@@ -48,7 +48,7 @@ except ImportError as err:
     msg = f"runlines import tensorboard needs the tensorboard package: {_PIP}"
     raise ImportError(msg) from err
 
-__all__ = ["ImportedRun", "TensorBoardImportError", "find_runs", "import_tensorboard"]
+__all__ = ["PR_CURVE", "ImportedRun", "TensorBoardImportError", "find_runs", "import_tensorboard"]
 
 _EVENTS_MARK: Final = "tfevents"
 _SOURCE: Final = "tensorboard"

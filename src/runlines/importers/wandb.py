@@ -38,7 +38,7 @@ __all__ = ["WandbImportError", "import_wandb"]
 _PIP: Final = "pip install 'runlines[import-wandb]'"
 _SOURCE: Final = "wandb"
 _READER: Final = ("leet", "inspect", "--json")  # wandb-core's reader, through wandb's CLI
-READER_SINCE: Final = (0, 31)  # the first wandb whose `leet inspect` prints --json
+_READER_SINCE: Final = (0, 31)  # the first wandb whose `leet inspect` prints --json
 _BAD_READ: Final = ("corrupt", "incomplete")  # what the reader says of a damaged file
 # the run record's keys -> the drop-in's run_info fields
 _RUN_INFO: Final = {"project": "project", "run_id": "id", "tags": "tags", "notes": "notes",
@@ -60,14 +60,14 @@ def _wandb_version() -> tuple[int, ...]:
 
 
 # this module is the door: checked when an import of W&B runs runs
-VERSION: Final = _wandb_version()
+_VERSION: Final = _wandb_version()
 
 
 class WandbImportError(RunlinesError, ValueError):
     """A W&B run that cannot be imported: no run file, or one its reader refuses."""
 
 
-def find_run_files(path: str | os.PathLike[str]) -> list[Path]:
+def _find_run_files(path: str | os.PathLike[str]) -> list[Path]:
     """The `.wandb` files of *path*: itself, those in it, or those of its `*run-*` folders."""
     root = Path(path)
     if root.is_file():
@@ -90,14 +90,14 @@ def import_wandb(path: str | os.PathLike[str], out: str | os.PathLike[str]) -> l
             older than 0.31, or a log of that name in *out* from elsewhere. Nothing is
             written then.
     """
-    if VERSION < READER_SINCE:
+    if _VERSION < _READER_SINCE:
         msg = (
             f"runlines import wandb reads run files with `wandb leet inspect --json`, which "
-            f"wandb {'.'.join(map(str, READER_SINCE))} has and this one "
-            f"({'.'.join(map(str, VERSION))}) has not: pip install 'wandb>=0.31'"
+            f"wandb {'.'.join(map(str, _READER_SINCE))} has and this one "
+            f"({'.'.join(map(str, _VERSION))}) has not: pip install 'wandb>=0.31'"
         )
         raise WandbImportError(msg)
-    files = find_run_files(path)
+    files = _find_run_files(path)
     if not files:
         msg = f"no W&B run file (*.wandb) in {path}; give a run folder (wandb/offline-run-*)"
         raise WandbImportError(msg)
