@@ -14,7 +14,7 @@ import pytest
 import runlines
 from _logs import T0, line, train, write
 from runlines.cli import main
-from runlines.dashboard import _report
+from runlines.dashboard import _charts, _report
 
 pd = pytest.importorskip("pandas")
 np = pytest.importorskip("numpy")
@@ -196,7 +196,7 @@ class TestDownsampling:
         column = pd.Series(pd.arrays.FloatingArray(values, missing))
         xs = np.arange(100_000, dtype="float64")
 
-        line = _report.downsampled(xs, column, 200)
+        line = _charts.downsampled(xs, column, 200)
 
         assert len(line["x"]) <= 2 * 200
         assert max(line["y"]) == 40.0
@@ -232,7 +232,7 @@ class TestGroups:
             axis=1,
         )
 
-        bands = _report.group_bands(table, 100)
+        bands = _charts.group_bands(table, 100)
 
         assert [band["group"] for band in bands] == ["lr=0.1", "lr=0.2"]
         first = bands[0]
