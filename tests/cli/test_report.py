@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +162,26 @@ class TestCommand:
         err = capsys.readouterr().err
         assert err.startswith("runlines: error: metric 'acc' is in no record; numeric fields: ")
         assert not out.exists()
+
+    def test_without_pandas_the_charts_say_what_to_install(
+        self,
+        run_dir: Path,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(run_dir, "a", range(1, 5))
+        for name in ("numpy", "pandas", "pyarrow"):
+            monkeypatch.setitem(sys.modules, name, None)
+        # the charts' module imports numpy at its top: not imported yet, as in a fresh process
+        monkeypatch.delitem(sys.modules, "runlines.dashboard._charts")
+        monkeypatch.delattr(runlines.dashboard, "_charts")
+
+        assert main(["report", str(run_dir), "-o", str(tmp_path / "r.html")]) == 1
+
+        assert capsys.readouterr().err == (
+            "runlines: error: compare() needs pandas and pyarrow: pip install 'runlines[pandas]'\n"
+        )
 
     def test_missing_source_is_one_error_line(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -32,7 +32,7 @@ from runlines._version import __version__
 from runlines.dashboard._series import MAX_BUCKETS, unit_of
 from runlines.errors import FieldError
 from runlines.reading._groups import group_rows
-from runlines.reading._rules import json_ready
+from runlines.reading._rules import import_pandas, json_ready
 from runlines.reading._summary import RunSummary
 from runlines.reading._table import KEY_COLUMNS, summaries
 
@@ -125,6 +125,7 @@ def _draw(
     buckets: int,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Return the charts drawn, and why each chart left out was (its x is not in its records)."""
+    import_pandas("compare()")  # the install line the first chart's compare() gives
     from runlines.dashboard import _charts  # numpy: imported once there are charts to draw
 
     drawn, skipped = [], []
