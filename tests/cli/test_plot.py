@@ -29,6 +29,8 @@ class TestPlot:
     ) -> None:
         train(run_dir, "a", range(1, 3))
         monkeypatch.setitem(sys.modules, "matplotlib", None)
+        # the plotting module imports matplotlib at its top: imported anew, as a fresh process would
+        monkeypatch.delitem(sys.modules, "runlines.cli._plotting", raising=False)
 
         assert main(["plot", str(run_dir), "--metric", "loss", "-o", str(run_dir / "x.png")]) == 1
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -59,19 +60,18 @@ def test_plot_metric_writes_the_file(table: pd.DataFrame, tmp_path: Path) -> Non
     assert target.read_bytes()[:4] == b"\x89PNG"
 
 
-def test_without_matplotlib_the_error_says_what_to_install(
-    table: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_without_matplotlib_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)
+    monkeypatch.delitem(sys.modules, "runlines.cli._plotting")
 
     with pytest.raises(ImportError, match=r"pip install 'runlines\[plot\]'"):
-        draw_metric(table, metric="loss")
+        importlib.import_module("runlines.cli._plotting")
 
 
-def test_importing_plotting_imports_no_matplotlib() -> None:
+def test_the_cli_imports_matplotlib_only_to_plot() -> None:
     import subprocess
 
-    code = "import runlines.cli._plotting, sys; print('matplotlib' in sys.modules)"
+    code = "import runlines.cli, sys; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert done.stdout.strip() == "False"

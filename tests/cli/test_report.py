@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 import runlines
 from _logs import T0, line, train, write
 from runlines.cli import main
-from runlines.dashboard import _report
+from runlines.dashboard import _charts, _report
 
 pd = pytest.importorskip("pandas")
 np = pytest.importorskip("numpy")
@@ -162,6 +163,26 @@ class TestCommand:
         assert err.startswith("runlines: error: metric 'acc' is in no record; numeric fields: ")
         assert not out.exists()
 
+    def test_without_pandas_the_charts_say_what_to_install(
+        self,
+        run_dir: Path,
+        tmp_path: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        train(run_dir, "a", range(1, 5))
+        for name in ("numpy", "pandas", "pyarrow"):
+            monkeypatch.setitem(sys.modules, name, None)
+        # the charts' module imports numpy at its top: not imported yet, as in a fresh process
+        monkeypatch.delitem(sys.modules, "runlines.dashboard._charts")
+        monkeypatch.delattr(runlines.dashboard, "_charts")
+
+        assert main(["report", str(run_dir), "-o", str(tmp_path / "r.html")]) == 1
+
+        assert capsys.readouterr().err == (
+            "runlines: error: compare() needs pandas and pyarrow: pip install 'runlines[pandas]'\n"
+        )
+
     def test_missing_source_is_one_error_line(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -196,7 +217,7 @@ class TestDownsampling:
         column = pd.Series(pd.arrays.FloatingArray(values, missing))
         xs = np.arange(100_000, dtype="float64")
 
-        line = _report.downsampled(xs, column, 200)
+        line = _charts.downsampled(xs, column, 200)
 
         assert len(line["x"]) <= 2 * 200
         assert max(line["y"]) == 40.0
@@ -232,7 +253,7 @@ class TestGroups:
             axis=1,
         )
 
-        bands = _report.group_bands(table, 100)
+        bands = _charts.group_bands(table, 100)
 
         assert [band["group"] for band in bands] == ["lr=0.1", "lr=0.2"]
         first = bands[0]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from _logs import T0, line, write
 from runlines import Run
-from runlines.dashboard import Server
+from runlines.dashboard import Server, _copy_columns
 from runlines.dashboard import _history as copying
 from runlines.dashboard._history import read_history
 from runlines.dashboard._http import _API, dumps
@@ -287,7 +287,7 @@ class TestNotUsed:
         def broken(*args: Any) -> None:
             raise RuntimeError("a bug")
 
-        monkeypatch.setattr("runlines.dashboard._history._FileColumns.fill", broken)
+        monkeypatch.setattr("runlines.dashboard._copy_columns._FileColumns.fill", broken)
         copied = answers(log)
 
         (problem,) = copied["progress"]["runs"]["r"]["problems"]
@@ -368,11 +368,11 @@ def test_lines_are_found_by_number_from_either_end(
     ]
     path = tmp_path / "r.jsonl"
     path.write_bytes(b"".join(text + b"\n" for text in lines) + b"a torn tail")
-    monkeypatch.setattr(copying, "_BLOCK_BYTES", block)
+    monkeypatch.setattr(_copy_columns, "_BLOCK_BYTES", block)
     wanted = sorted({*rng.sample(range(60), 12), 0, 29, 30, 59})
     covered = path.stat().st_size - len(b"a torn tail")
 
-    found = copying._lines_at(path, wanted, covered, 60)
+    found = _copy_columns._lines_at(path, wanted, covered, 60)
 
     assert found == {number: lines[number] for number in wanted}
 

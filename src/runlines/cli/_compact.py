@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from runlines.reading import _copies
+from runlines.reading._rules import import_arrow
+
 __all__ = ["add_commands"]
 
 
@@ -18,9 +21,6 @@ def add_commands(subparsers: Any) -> None:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    from runlines.reading import _copies
-    from runlines.reading._rules import import_arrow
-
     import_arrow("compact")
     for copy in _copies.compact(*args.sources):
         print(copy)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from runlines.cli._compare import add_arguments, compare_table
-from runlines.cli._plotting import nonfinite_count, plot_groups, plot_metric, runs_and_events
 from runlines.cli._terminal import printable
 
 __all__ = ["add_commands"]
@@ -25,6 +24,9 @@ def add_commands(subparsers: Any) -> None:
 
 def _plot(args: argparse.Namespace) -> int:
     table = compare_table(args)
+    # matplotlib: imported for this command only
+    from runlines.cli._plotting import nonfinite_count, plot_groups, plot_metric, runs_and_events
+
     scales = {"logx": args.logx, "logy": args.logy}
     if args.group_by:
         path = plot_groups(table, args.output, metric=args.metric, by=args.by, **scales)

@@ -1,10 +1,27 @@
-"""Line plots of one metric per run, drawn with matplotlib's Agg canvas (imported only here)."""
+"""Line plots of one metric per run, drawn with matplotlib's Agg canvas.
+
+matplotlib and numpy are imported at the top: `runlines plot` imports this module when it
+draws, and only then (without matplotlib, the import raises the line to install it).
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from runlines.reading._frames import SEPARATOR
+
+try:
+    import matplotlib as mpl
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+except ImportError as err:
+    msg = "plotting needs matplotlib: pip install 'runlines[plot]'"
+    raise ImportError(msg) from err
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,7 +35,6 @@ __all__ = [
     "runs_and_events",
 ]
 
-_INSTALL = "plotting needs matplotlib: pip install 'runlines[plot]'"
 _STYLES: Final = ("-", "--", ":", "-.")  # one per event, in the order the columns have them
 _MARKED_POINTS: Final = 30  # a line of this many points or fewer marks each one
 NONFINITE_GID: Final = "nonfinite"  # the gid of the marks of NaN and infinities
@@ -26,12 +42,6 @@ NONFINITE_GID: Final = "nonfinite"  # the gid of the marks of NaN and infinities
 
 def _figure() -> Any:
     """Return a new Figure on an Agg canvas; pyplot and the global backend stay untouched."""
-    try:
-        import matplotlib  # noqa: F401 - fail here, with the install hint, when it is missing
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as err:
-        raise ImportError(_INSTALL) from err
     figure = Figure(figsize=(9, 5), dpi=110, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
@@ -52,12 +62,7 @@ def draw_metric(
     A NaN or an infinity the run logged is a mark at the edge of the axes at its x (``inf`` at
     the top, ``-inf`` at the bottom, NaN at the top, hollow), and the run's label in the
     legend counts them: ``baseline (3 non-finite)``. A step with no record is a gap.
-
-    Raises:
-        ImportError: matplotlib is not installed.
     """
-    import numpy as np
-
     figure = _figure()
     axes = figure.add_subplot()
     colours = _colours()
@@ -83,8 +88,6 @@ def draw_metric(
         if count:
             _mark_nonfinite(axes, xs[~finite], ys[~finite], colour, str(column))
     if table.index.dtype.kind in "iu" or str(table.index.dtype) == "Int64":
-        from matplotlib.ticker import MaxNLocator
-
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_xlabel(by)
     axes.set_ylabel(metric)
@@ -114,12 +117,7 @@ def draw_groups(
 ) -> Any:
     """Return a Figure with each group's mean line of *table* (`compare(group_by=...)`) and a
     band of mean ± std; the legend gives each group's most runs at a step (`n`).
-
-    Raises:
-        ImportError: matplotlib is not installed.
     """
-    import numpy as np
-
     figure = _figure()
     axes = figure.add_subplot()
     colours = _colours()
@@ -159,16 +157,12 @@ def plot_groups(
 
 def _colours() -> list[str]:
     """Return the colours of matplotlib's cycle (rcParams), one per run in turn."""
-    import matplotlib as mpl
-
     cycle = mpl.rcParams["axes.prop_cycle"].by_key().get("color")
     return list(cycle) if cycle else ["C0"]
 
 
 def runs_and_events(columns: Any) -> tuple[list[str], list[str]]:
     """Return each `compare` column's run and event: ``run · event`` split, else event ``""``."""
-    from runlines.reading._frames import SEPARATOR
-
     labels = [str(column) for column in columns]
     if not all(SEPARATOR in label for label in labels) or not labels:
         return labels, [""] * len(labels)
@@ -178,8 +172,6 @@ def runs_and_events(columns: Any) -> tuple[list[str], list[str]]:
 
 def nonfinite_count(table: pd.DataFrame) -> int:
     """Return how many values of *table* (a `compare` result) are NaN or infinite."""
-    import numpy as np
-
     found = (_points(table[column], table.index)[1] for column in table.columns)
     return sum(int((~np.isfinite(ys)).sum()) for ys in found)
 
@@ -190,8 +182,6 @@ def _points(column: pd.Series, index: pd.Index) -> tuple[Any, Any]:
     In a `compare` table (Float64) a step with no record is pd.NA; in a plain float column,
     where NaN is also what pandas writes for none, a NaN is taken for no record.
     """
-    import numpy as np
-
     values = column.to_numpy(dtype="float64", na_value=np.nan)
     nullable = str(column.dtype) == "Float64"
     recorded = ~column.isna().to_numpy(dtype=bool) if nullable else ~np.isnan(values)
@@ -201,8 +191,6 @@ def _points(column: pd.Series, index: pd.Index) -> tuple[Any, Any]:
 
 def _mark_nonfinite(axes: Any, xs: Any, ys: Any, colour: str, column: str) -> None:
     """Mark NaN and inf at the top edge of *axes*, -inf at the bottom, at their x."""
-    import numpy as np
-
     for kind, chosen, edge, marker, face in (
         ("inf", ys == np.inf, 1.0, "^", colour),
         ("-inf", ys == -np.inf, 0.0, "v", colour),
@@ -235,11 +223,7 @@ def plot_metric(
     logx: bool = False,
     logy: bool = False,
 ) -> Path:
-    """Draw one line per run of *table* (a `compare` result) and save it to *path* (PNG, SVG...).
-
-    Raises:
-        ImportError: matplotlib is not installed.
-    """
+    """Draw one line per run of *table* (a `compare` result) and save it to *path* (PNG, SVG...)."""
     target = Path(path)
     scales = {"logx": logx, "logy": logy}
     draw_metric(table, metric=metric, by=by, title=title, **scales).savefig(target)

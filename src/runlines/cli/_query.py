@@ -7,12 +7,14 @@ reports a failure as one ``runlines: error:`` line on stderr.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from runlines import sql
 from runlines.cli._terminal import printable
 from runlines.errors import RunlinesError
 from runlines.reading._rules import import_duckdb, json_ready
@@ -64,8 +66,6 @@ def _set_handler(parser: argparse.ArgumentParser, handler: Callable[[Any], int])
 
 
 def _query(args: argparse.Namespace) -> int:
-    from runlines import sql
-
     def run() -> None:
         if args.output is not None:
             path = sql.query_to_file(
@@ -93,8 +93,6 @@ def _result(
 
 def _rows_json(text: str, sources: list[str], *, superseded: bool) -> str:
     """Return the rows of SQL *text* as a JSON array, in the convention of every `--json`."""
-    import json
-
     result = _result(text, sources, superseded=superseded)
     if result is None:
         return "[]"
@@ -135,8 +133,6 @@ def _cell(value: Any) -> str:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from runlines import sql
-
     def run() -> None:
         path = sql.export(
             *args.sources,

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from runlines import dashboard
 from runlines.cli._common import resolve_source
 from runlines.cli._terminal import printable
 
@@ -42,10 +43,8 @@ def group_keys(text: str) -> list[str]:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from runlines.dashboard import report
-
     sources = [resolve_source(run) for run in args.runs]
-    path = report(
+    path = dashboard.report(
         *sources, path=args.output, event=args.event, metric=args.metric, x=args.x,
         group_by=args.group_by,
     )  # fmt: skip

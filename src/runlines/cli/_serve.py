@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from runlines import dashboard
 from runlines.cli._options import port
 
 
@@ -20,7 +21,5 @@ def add_commands(commands: Any) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Serve until interrupted; return the exit status."""
-    from runlines.dashboard import serve
-
-    serve(*args.sources, host=args.host, port=args.port, open_browser=args.open)
+    dashboard.serve(*args.sources, host=args.host, port=args.port, open_browser=args.open)
     return 0

@@ -2,7 +2,8 @@
 
 The statistics are `runlines.compare(group_by=...)`'s, read from the full-resolution logs;
 only then is each line downsampled, with the charts' min/max buckets (`Series`), so a spike
-of the mean survives.
+of the mean survives. It is imported by the request that asks for groups: numpy and pandas
+are imported then.
 """
 
 from __future__ import annotations
@@ -11,15 +12,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
+
 from runlines.dashboard._series import MAX_BUCKETS, Series
+from runlines.reading import compare, runs
 
 STATS: Final = ("n", "mean", "std", "min", "max")
 
 
 def _column(frame: Any, column: Any) -> Any:
     """Return a frame's column as floats, NaN where it holds no value (pd.NA)."""
-    import numpy as np
-
     return frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
 
 
@@ -29,8 +31,6 @@ def _kept_rows(xs: Any, ys: Any, logged: Any) -> tuple[Any, list[list[Any]], int
 
     *logged* says which rows hold a value: a NaN there is a logged NaN, a mark, never a gap.
     """
-    import numpy as np
-
     series = Series(MAX_BUCKETS)
     rows = np.flatnonzero(logged & np.isfinite(xs))
     series.extend(ys[rows], rows, lambda row: (float(xs[row]), float(row), float(ys[row])))
@@ -60,10 +60,6 @@ def grouped(
 
     *paths* maps a run's dashboard label to its log; the answer names runs by those labels.
     """
-    import numpy as np
-
-    from runlines.reading import compare
-
     labels = {str(Path(path).resolve()): label for label, path in paths.items()}
     sources = list(paths.values())
     answer: dict[str, Any] = {"x": x, "metric": metric, "event": event, "groups": [], "runs": []}
@@ -104,8 +100,6 @@ def grouped(
 
 def _run_names(sources: Sequence[Any]) -> dict[str, str]:
     """Map the name `compare` gives each run to its log's path."""
-    from runlines.reading import runs
-
     table = runs(*sources)
     if "path" not in table.columns:
         return {}

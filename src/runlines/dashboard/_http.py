@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 
+from runlines import reading
 from runlines.dashboard._console import ConsoleRequestError, console_answer
 from runlines.dashboard._runs import SPAN_EVENT, RunState, RunStore
 from runlines.dashboard._series import unit_of
@@ -323,8 +324,6 @@ class Handler(BaseHTTPRequestHandler):
 
         The diff reads both logs whole: it is asked for on demand, never polled.
         """
-        from runlines.reading import diff
-
         store = self.server.store
         with store.serving():
             for label in filter(None, (query.get("a"), query.get("b"))):
@@ -332,7 +331,7 @@ class Handler(BaseHTTPRequestHandler):
             a, b = _run(store, query, "a"), _run(store, query, "b")
         rtol, atol = _float(query, "rtol", DIFF_RTOL), _float(query, "atol", DIFF_ATOL)
         try:
-            found = diff(a.path, b.path, rtol=rtol, atol=atol)
+            found = reading.diff(a.path, b.path, rtol=rtol, atol=atol)
         except ReadError as err:
             gone = [run.label for run in (a, b) if not run.path.is_file()]
             if not gone:
@@ -351,8 +350,6 @@ class Handler(BaseHTTPRequestHandler):
         ?field= is the metric, ?event= its event, ?x= the x field (step), ?group_by= config
         keys, comma-separated, or auto; ?runs= the run labels (all), ?with_runs=1 each run's line.
         """
-        from runlines.dashboard._groups import grouped
-
         store = self.server.store
         metric = _param(query, "field")
         keys = [k for k in query.get("group_by", "").split(",") if k]
@@ -361,6 +358,8 @@ class Handler(BaseHTTPRequestHandler):
             store.refresh(None, max_bytes=REQUEST_READ_BYTES, skip_behind=True)
             wanted = [r for r in query.get("runs", "").split(",") if r] or list(store.runs)
             paths = {label: _run(store, {"run": label}).path for label in wanted}
+        from runlines.dashboard._groups import grouped  # numpy and pandas: for this answer only
+
         try:
             found = grouped(
                 paths,

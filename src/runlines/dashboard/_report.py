@@ -6,41 +6,37 @@ with no server and makes no network request. The table is the rows `runs()` give
 run's tags and notes; with groups, a table of one row per group as `runs(group_by=...)` gives
 it (n, and the mean and std of each last and best metric). A chart is `compare()` of one
 (event, field) by the x axis, each run's column downsampled to its buckets' minima and maxima
-by the dashboard's own `Series`, so that spikes survive. The file names the size and sha256
-of every log it was written from. numpy and pandas are imported here.
+by the dashboard's own `Series`, so that spikes survive (`_charts`, which imports numpy: it
+is imported once there are charts to draw). The file names the size and sha256 of every log it
+was written from.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import math
+import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import orjson
 
 from runlines import reading
 from runlines._layout import hash_path
 from runlines._version import __version__
-from runlines.dashboard._series import MAX_BUCKETS, Series, unit_of
+from runlines.dashboard._series import MAX_BUCKETS, unit_of
 from runlines.errors import FieldError
 from runlines.reading._groups import group_rows
-from runlines.reading._rules import json_ready
+from runlines.reading._rules import import_pandas, json_ready
 from runlines.reading._summary import RunSummary
 from runlines.reading._table import KEY_COLUMNS, summaries
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-    import pandas as pd
-
-__all__ = ["MAX_POINTS", "downsampled", "group_bands", "report"]
+__all__ = ["MAX_POINTS", "report"]
 
 # The points of all the charts' lines together: about 25 bytes each as JSON, so that a report
 # of 100 runs x 100k records stays under 10 MB however many fields they log
@@ -80,15 +76,7 @@ def report(
     keys = _group_keys(group_by)
     groups = _groups(rows, keys) if keys else None
     buckets = _buckets(len(charts) * max(1, len(found)))
-    drawn, skipped = [], []
-    for chart in charts:
-        try:
-            if keys:
-                drawn.append(_grouped_chart(sources, chart, x, keys, buckets))
-            else:
-                drawn.append(_chart(sources, chart, x, buckets))
-        except FieldError as err:  # the x field is not in this event's records
-            skipped.append(f"{chart.event} · {chart.field}: {err}")
+    drawn, skipped = _draw(sources, charts, x, keys, buckets) if charts else ([], [])
     data = {
         "version": __version__,
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
@@ -127,6 +115,33 @@ def _charts_of(
         and (metric is None or chart.field == metric)
         and chart.field != x
     ]
+
+
+def _draw(
+    sources: Sequence[Any],
+    charts: list[_Chart],
+    x: str,
+    group_by: str | list[str] | None,
+    buckets: int,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Return the charts drawn, and why each chart left out was (its x is not in its records)."""
+    import_pandas("compare()")  # the install line the first chart's compare() gives
+    from runlines.dashboard import _charts  # numpy: imported once there are charts to draw
+
+    drawn, skipped = [], []
+    for chart in charts:
+        try:
+            if group_by:
+                found = _charts.grouped_chart(
+                    sources, chart.event, chart.field, x, group_by, buckets
+                )
+            else:
+                found = _charts.chart(sources, chart.event, chart.field, x, buckets)
+        except FieldError as err:  # the x field is not in this event's records
+            skipped.append(f"{chart.event} · {chart.field}: {err}")
+            continue
+        drawn.append(found)
+    return drawn, skipped
 
 
 def _buckets(series: int) -> int:
@@ -203,110 +218,6 @@ def _error(attempt: dict[str, Any]) -> str | None:
     return None if signal is None else str(signal)
 
 
-# --- the charts ------------------------------------------------------------------------------
-
-
-def _chart(sources: Sequence[Any], chart: _Chart, x: str, buckets: int) -> dict[str, Any]:
-    """Return one chart: compare()'s column of each run, downsampled."""
-    table = reading.compare(*sources, metric=chart.field, by=x, event=chart.event)
-    xs = table.index.to_numpy(dtype="float64")
-    lines = [{"run": str(run), **downsampled(xs, table[run], buckets)} for run in table.columns]
-    return {
-        "event": chart.event,
-        "field": chart.field,
-        "unit": unit_of(chart.field),
-        "lines": lines,
-    }
-
-
-def downsampled(xs: npt.NDArray[np.float64], column: pd.Series, buckets: int) -> dict[str, Any]:
-    """Return *column* (by *xs*) in at most *buckets* min/max buckets, as the dashboard keeps it.
-
-    A missing value (pd.NA: no record at that x) is no point; a NaN or an infinity is a mark
-    at its x. Each point's row in *column* is kept too (`rows`), for the values beside it.
-    """
-    series = _series_of(xs, column, buckets)
-    points = series.points()
-    return {
-        "x": points["step"],
-        "y": points["y"],
-        "rows": [int(row) for row in points["ts"]],
-        "marks": [[mark["step"], mark["value"]] for mark in points["marks"]],
-        "count": points["count"],
-        "nonfinite": points["nonfinite"],
-    }
-
-
-def _series_of(xs: npt.NDArray[np.float64], column: pd.Series, buckets: int) -> Series:
-    """Return a `Series` of *column*'s values: the x as its step, the row as its ts."""
-    import numpy as np
-
-    values = column.to_numpy(dtype="float64", na_value=np.nan)
-    rows = np.flatnonzero(~column.isna().to_numpy(dtype=bool) & np.isfinite(xs))
-    series = Series(buckets)
-    series.extend(values[rows], rows, _point_of(xs, values))
-    return series
-
-
-def _point_of(
-    xs: npt.NDArray[np.float64], values: npt.NDArray[np.float64]
-) -> Callable[[int], tuple[float, float, float]]:
-    def at(row: int) -> tuple[float, float, float]:
-        return float(xs[row]), float(row), float(values[row])
-
-    return at
-
-
-# --- groups: compare(group_by=...)'s mean with a band ----------------------------------------
-# The table's contract: indexed by x, columns (group label "k=v,k2=v2", stat), the stats n,
-# mean, std, min and max of the runs of each group at each x.
-
-BAND_STATS: Final = ("n", "mean", "std", "min", "max")
-
-
-def _grouped_chart(
-    sources: Sequence[Any], chart: _Chart, x: str, group_by: str | list[str], buckets: int
-) -> dict[str, Any]:
-    """Return one chart of groups: each group's mean line and its band."""
-    table = reading.compare(*sources, metric=chart.field, x=x, event=chart.event, group_by=group_by)
-    return {
-        "event": chart.event,
-        "field": chart.field,
-        "unit": unit_of(chart.field),
-        "groups": group_bands(table, buckets),
-    }
-
-
-def group_bands(table: pd.DataFrame, buckets: int) -> list[dict[str, Any]]:
-    """Return each group of *table* (compare(group_by=...)'s) as its mean and band, downsampled.
-
-    The mean, the min and the max are each downsampled to min/max buckets, and every stat is
-    kept at the x of each point any of the three keeps: a spike of one run survives in the band.
-    """
-    import numpy as np
-
-    xs = table.index.to_numpy(dtype="float64")
-    found = []
-    for label in dict.fromkeys(table.columns.get_level_values(0)):
-        stats = table[label]
-        mean = downsampled(xs, stats["mean"], buckets)
-        kept = set(mean["rows"])
-        for edge in ("min", "max"):
-            kept.update(int(row) for row in _series_of(xs, stats[edge], buckets).points()["ts"])
-        rows = np.array(sorted(kept), dtype=np.int64)
-        band: dict[str, Any] = {"group": str(label), "x": xs[rows].tolist()}
-        for stat in BAND_STATS:
-            band[stat] = _nullable(stats[stat].to_numpy(dtype="float64", na_value=np.nan)[rows])
-        band["marks"], band["nonfinite"] = mean["marks"], mean["nonfinite"]
-        found.append(band)
-    return found
-
-
-def _nullable(values: npt.NDArray[np.float64]) -> list[float | None]:
-    """Return *values* as a list, a NaN or an infinity as None (a gap in the band)."""
-    return [value if math.isfinite(value) else None for value in values.tolist()]
-
-
 # --- the page --------------------------------------------------------------------------------
 
 
@@ -353,8 +264,6 @@ def _script_json(value: Any) -> str:
     try:
         raw = orjson.dumps(value)
     except TypeError:  # an int beyond 64 bits in a config: the stdlib encoder takes it
-        import json
-
         raw = json.dumps(value, default=str, allow_nan=False).encode()
     return raw.decode().replace("<", "\\u003c")
 

@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from runlines._layout import MEDIA_EVENTS, flatten, is_log_name
-from runlines.dashboard._history import History, read_history
+from runlines.dashboard._history import read_history
 from runlines.dashboard._series import NUMERIC, Series, as_float
 from runlines.errors import ReadError
 from runlines.reading import LOG_SUFFIX, is_locked, last_records, log_file
@@ -26,6 +26,9 @@ from runlines.reading._rules import (
     is_metric_event,
 )
 from runlines.reading._summary import RunSummary
+
+if TYPE_CHECKING:
+    from runlines.dashboard._copy_columns import History
 
 NOT_SERIES: Final = BOOKKEEPING  # the one list of what is no metric, as runs() and top use
 _ENV_FIELDS: Final = (

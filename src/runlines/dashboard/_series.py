@@ -119,12 +119,12 @@ class Series:
         *floats* are the values as floats, for comparing; *at* gives row *rows[i]*'s (step,
         ts, value) as Python values, and is asked only for the points and marks kept.
         """
-        import numpy as np
-
         if not len(rows):
             return
         self.last = at(int(rows[-1]))[2]
-        finite = np.isfinite(floats)
+        # np.isfinite, by the arrays' own operators: the dashboard starts without numpy, and
+        # the caller of a bulk add has it (a comparison with NaN is False, and warns of nothing)
+        finite = abs(floats) < math.inf
         for row in rows[~finite][: max(0, MAX_MARKS - len(self.marks))].tolist():
             step, ts, value = at(row)
             self.marks.append((step, ts, nonfinite_name(value)))
@@ -167,14 +167,13 @@ class Series:
         self, values: npt.NDArray[np.float64], rows: npt.NDArray[np.int64], groups: int, at: PointOf
     ) -> None:
         """Close *groups* buckets of `level` values each: the first minimum and maximum of each."""
-        import numpy as np
-
         shaped = values.reshape(groups, self.level)
-        starts = np.arange(groups) * self.level
-        lows = (starts + shaped.argmin(axis=1)).tolist()
-        highs = (starts + shaped.argmax(axis=1)).tolist()
-        for low, high in zip(lows, highs, strict=True):
-            self._buckets.append((self._point(low, rows, at), self._point(high, rows, at)))
+        starts = range(0, groups * self.level, self.level)
+        lows, highs = shaped.argmin(axis=1).tolist(), shaped.argmax(axis=1).tolist()
+        for start, low, high in zip(starts, lows, highs, strict=True):
+            self._buckets.append(
+                (self._point(start + low, rows, at), self._point(start + high, rows, at))
+            )
         self.count += groups * self.level
 
     def _points(
