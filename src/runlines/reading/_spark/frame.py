@@ -65,16 +65,8 @@ _NUMERIC: Final = ("LongType", "IntegerType", "DoubleType", "FloatType")
 def read(
     spark: SparkSession, path_or_glob: str | os.PathLike[str], *, superseded: bool = False
 ) -> DataFrame:
-    """Return every record of the logs at *path_or_glob* as a Spark DataFrame.
-
-    Args:
-        spark: the session to read with.
-        path_or_glob: a folder of logs, one log, or a glob (``s3a://bucket/exp-*/*.jsonl``);
-            only ``*.jsonl`` files are read, so side files and locks are skipped.
-        superseded: keep records that a resumed attempt rewound past (dropped by default).
-
-    Columns: ``ts``, ``event``, ``run``, ``rank`` (when any file or record has one),
-    ``attempt``, then the fields.
+    """Return every record of the logs at *path_or_glob* as a Spark DataFrame: the door's
+    `read` (reading/_spark/__init__), once PySpark is there.
     """
     path = os.fspath(path_or_glob)
     listed = _reader(spark, None).text(path).inputFiles()  # listed, not read
