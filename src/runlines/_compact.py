@@ -56,10 +56,9 @@ def compact_at_close(log: Path, compact: bool | None) -> None:
 
 def _write(log: Path, failure: list[BaseException]) -> None:
     try:
-        from runlines.reading import _copies
-        from runlines.reading._rules import import_arrow
+        from runlines.reading import _copies, _rules  # the read side, loaded at a close
 
-        import_arrow("the Parquet copy")
+        _rules.import_arrow("the Parquet copy")
         _copies.write_copy(log)
     except Exception as err:  # a copy never fails the job: it is a cache of the log
         failure.append(err)

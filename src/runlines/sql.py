@@ -1,6 +1,7 @@
 """SQL over runlines logs with DuckDB: `query`, `connect`, `load_duckdb` and `export`.
 
-DuckDB is imported at the first call: the engine is reading/_duckdb, the door is here.
+DuckDB is imported at the first call: the engine is reading/_duckdb, the door is here
+(`_engine`, which names the extra to install when DuckDB lacks).
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Final
 
 from runlines.errors import QueryError
@@ -23,6 +25,14 @@ __all__ = ["VIEW", "QueryError", "connect", "export", "load_duckdb", "query", "q
 VIEW: Final = "records"
 
 
+def _engine(caller: str) -> ModuleType:
+    """Return the SQL engine, reading/_duckdb, having named the extra when DuckDB lacks."""
+    import_duckdb(caller)
+    from runlines.reading import _duckdb
+
+    return _duckdb
+
+
 def connect(
     *sources: str | os.PathLike[str], superseded: bool = False
 ) -> duckdb.DuckDBPyConnection:
@@ -36,10 +46,10 @@ def connect(
         ReadError: a source that does not exist, or a folder without logs.
         ImportError: DuckDB is not installed.
     """
-    import_duckdb("connect()")
-    from runlines.reading import _duckdb
-
-    return _duckdb.connect(*sources, superseded=superseded)
+    connection: duckdb.DuckDBPyConnection = _engine("connect()").connect(
+        *sources, superseded=superseded
+    )
+    return connection
 
 
 def query(sql: str, *sources: str | os.PathLike[str], superseded: bool = False) -> pd.DataFrame:
@@ -52,10 +62,7 @@ def query(sql: str, *sources: str | os.PathLike[str], superseded: bool = False) 
         ReadError: a source that does not exist, or a folder without logs.
         ImportError: DuckDB or pandas is not installed.
     """
-    import_duckdb("query()")
-    from runlines.reading import _duckdb
-
-    return _duckdb.query(sql, *sources, superseded=superseded)
+    return _engine("query()").query(sql, *sources, superseded=superseded)
 
 
 def query_to_file(
@@ -72,10 +79,10 @@ def query_to_file(
         ValueError: an output suffix other than .csv or .parquet.
         QueryError: SQL that DuckDB refused.
     """
-    import_duckdb("query_to_file()")
-    from runlines.reading import _duckdb
-
-    return _duckdb.query_to_file(sql, *sources, output=output, superseded=superseded)
+    written: Path = _engine("query_to_file()").query_to_file(
+        sql, *sources, output=output, superseded=superseded
+    )
+    return written
 
 
 def export(
@@ -95,12 +102,10 @@ def export(
         FileExistsError: *partition_by_run* and *output* is a folder that is not empty.
         ReadError: a source that does not exist, or a folder without logs.
     """
-    import_duckdb("export()")
-    from runlines.reading import _duckdb
-
-    return _duckdb.export(
+    written: Path = _engine("export()").export(
         *sources, output=output, partition_by_run=partition_by_run, superseded=superseded
     )
+    return written
 
 
 def load_duckdb(
@@ -119,7 +124,6 @@ def load_duckdb(
         ReadError: a source that does not exist, or a folder without logs.
         FieldError: an event name or a column that no record has.
     """
-    import_duckdb("load_duckdb()")
-    from runlines.reading import _duckdb
-
-    return _duckdb.load_duckdb(*sources, event=event, columns=columns, superseded=superseded)
+    return _engine("load_duckdb()").load_duckdb(
+        *sources, event=event, columns=columns, superseded=superseded
+    )

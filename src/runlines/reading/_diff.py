@@ -111,7 +111,7 @@ def diff(
     """
     check_tolerance("rtol", rtol)
     check_tolerance("atol", atol)
-    import_pandas("diff()")
+    pd = import_pandas("diff()")
     marks_a, marks_b = _lifecycle(a), _lifecycle(b)
     start_a, start_b = _last_start(marks_a), _last_start(marks_b)
     run_a, run_b = _summary(*marks_a), _summary(*marks_b)
@@ -124,7 +124,7 @@ def diff(
         removed={k: config_a[k] for k in sorted(config_a.keys() - config_b.keys())},
         changed=_changed(config_a, config_b),
         environment=_changed(env_a, env_b),
-        metrics=_metrics(_read(a), _read(b), rtol, atol),
+        metrics=_metrics(pd, _read(a), _read(b), rtol, atol),
         argv=_argv(start_a, start_b),
         attempts={"a": _attempts(run_a), "b": _attempts(run_b)},
     )
@@ -201,7 +201,7 @@ def _environment(start: Mapping[str, Any]) -> dict[str, Any]:
     return flatten(plain)
 
 
-def _metrics(read_a: _Read, read_b: _Read, rtol: float, atol: float) -> list[MetricDiff]:
+def _metrics(pd: Any, read_a: _Read, read_b: _Read, rtol: float, atol: float) -> list[MetricDiff]:
     (frame_a, present_a), (frame_b, present_b) = read_a, read_b
     if "step" not in frame_a.columns or "step" not in frame_b.columns:
         return []
@@ -210,21 +210,19 @@ def _metrics(read_a: _Read, read_b: _Read, rtol: float, atol: float) -> list[Met
     for event in sorted(e for e in events if is_metric_event(e)):
         rows_a = (frame_a["event"] == event) & frame_a["step"].notna()
         rows_b = (frame_b["event"] == event) & frame_b["step"].notna()
-        keys = sorted(_telling_apart(frame_a, rows_a) | _telling_apart(frame_b, rows_b))
-        fields = _numeric(frame_a, rows_a, present_a) & _numeric(frame_b, rows_b, present_b)
+        keys = sorted(_telling_apart(pd, frame_a, rows_a) | _telling_apart(pd, frame_b, rows_b))
+        fields = _numeric(pd, frame_a, rows_a, present_a) & _numeric(pd, frame_b, rows_b, present_b)
         for field in sorted(fields):
-            mine_a = _records(frame_a, rows_a & present_a[field], field, keys)
-            mine_b = dict(_records(frame_b, rows_b & present_b[field], field, keys))
+            mine_a = _records(pd, frame_a, rows_a & present_a[field], field, keys)
+            mine_b = dict(_records(pd, frame_b, rows_b & present_b[field], field, keys))
             shared = [(key, value, mine_b[key]) for key, value in mine_a if key in mine_b]
             if shared:
                 found.append(_first_difference(event, field, keys, shared, rtol, atol))
     return found
 
 
-def _numeric(frame: Any, rows: Any, present: Mapping[str, Any]) -> set[str]:
+def _numeric(pd: Any, frame: Any, rows: Any, present: Mapping[str, Any]) -> set[str]:
     """Return the number fields that some of *rows* logged, NaN included; bookkeeping left out."""
-    import pandas as pd
-
     return {
         name
         for name in present
@@ -234,10 +232,8 @@ def _numeric(frame: Any, rows: Any, present: Mapping[str, Any]) -> set[str]:
     }
 
 
-def _telling_apart(frame: Any, rows: Any) -> set[str]:
+def _telling_apart(pd: Any, frame: Any, rows: Any) -> set[str]:
     """Return the string fields whose values tell two of *rows* of one step apart (split)."""
-    import pandas as pd
-
     found = set()
     for name in frame.columns:
         dtype = frame[name].dtype
@@ -258,12 +254,10 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _records(frame: Any, rows: Any, field: str, keys: list[str]) -> list[tuple[Any, Any]]:
+def _records(pd: Any, frame: Any, rows: Any, field: str, keys: list[str]) -> list[tuple[Any, Any]]:
     """Return ``((step, *key values, n), value)`` of *field* over *rows*, in step order: the
     n-th record of its step with those key values (NaN kept).
     """
-    import pandas as pd
-
     picked = frame.loc[rows, ["step", field, *keys]].sort_values("step", kind="stable")
     ids = pd.DataFrame({"step": picked["step"]})
     for key in keys:

@@ -38,6 +38,7 @@ NOT_METRIC_EVENTS: Final = _layout.LIFECYCLE_EVENTS | {
     _layout.SUMMARY, _layout.DEFINE_METRIC,
 }  # fmt: skip
 SEPARATOR: Final = " · "  # between a run and an event in a column label: `baseline · eval`
+ELAPSED: Final = "elapsed_s"  # compare(x=...): seconds since each run's first record
 # Where a field's name says which way is better (the field vocabulary's metrics).
 _LOWER: Final = ("loss", "error", "err", "perplexity", "ppl", "wer", "cer", "mse", "mae", "rmse")
 _HIGHER: Final = ("accuracy", "acc", "precision", "recall", "f1", "auc", "bleu", "rouge", "map")

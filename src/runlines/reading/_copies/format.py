@@ -270,13 +270,13 @@ def footer_values(fd: int) -> dict[bytes, bytes]:
         ValueError: the file has no Parquet footer.
         OSError: it cannot be read.
     """
-    import pyarrow as pa  # the one import of pyarrow a reader of the footer alone needs
-    import pyarrow.parquet as pq
+    # the one import of pyarrow a reader of the footer alone needs
+    from pyarrow import ArrowException, PythonFile, parquet
 
     try:
-        with pa.PythonFile(os.fdopen(os.dup(fd), "rb")) as file:
-            return dict(pq.read_metadata(file).metadata or {})
-    except pa.ArrowException as err:  # not all of pyarrow's errors are ValueError or OSError
+        with PythonFile(os.fdopen(os.dup(fd), "rb")) as file:
+            return dict(parquet.read_metadata(file).metadata or {})
+    except ArrowException as err:  # not all of pyarrow's errors are ValueError or OSError
         msg = f"its footer is no Parquet footer ({err})"
         raise ValueError(msg) from err
 

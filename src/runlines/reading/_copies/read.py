@@ -7,7 +7,7 @@ import os
 import warnings
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from runlines._encoding import encode_line
 from runlines._layout import open_regular
 from runlines.errors import RunlinesWarning
 from runlines.reading._columnar import FileReader, ParsedLog, Piece, checked, read_bytes
@@ -217,3 +218,41 @@ def append_tail(parsed: ParsedLog, tail: ParsedLog, first_line: int) -> None:
         parsed.pieces.append(piece)
     parsed.bad.extend((line + first_line, reason) for line, reason in tail.bad)
     parsed.skipped |= tail.skipped
+
+
+_SAMPLE_VALUES: Final = {"int": 0, "float": 0.5, "str": "", "bool": True}
+
+
+def _sample_kind(kind: Any) -> str:
+    if pa.types.is_integer(kind):
+        return "int"
+    if pa.types.is_floating(kind):
+        return "float"
+    return "bool" if pa.types.is_boolean(kind) else "str"
+
+
+def sample_lines(copy: Copy) -> set[bytes]:
+    """Return log lines that hold *copy*'s values, for an engine that infers a schema from
+    lines (Spark): one line per field and storage type, and each distinct patched record
+    re-encoded as Run writes it (a restored non-finite float null again, and marked).
+    """
+    lines: set[bytes] = set()
+    storage = [column for held in copy.storage.values() for column in held]
+    table = pq.read_table(copy.path, columns=[*storage, PATCH])
+    patched: dict[str, Any] = {}  # per field, the rows whose patch holds it
+    for row, text in enumerate(table.column(PATCH).to_pylist()):
+        if text is None:
+            continue
+        record = json.loads(text)
+        for name in record:
+            patched.setdefault(name, np.zeros(table.num_rows, dtype=bool))[row] = True
+        lines.add(encode_line(record))  # a non-finite float: null and marked, as logged
+    for name, held in copy.storage.items():
+        for column in held:
+            kind = _sample_kind(table.schema.field(column).type)
+            valid = table.column(column).is_valid().to_numpy(zero_copy_only=False)
+            if name in patched:  # values the patch shadows: ints beyond 64 bits
+                valid = valid & ~patched[name]
+            if valid.any():
+                lines.add(encode_line({name: _SAMPLE_VALUES[kind]}))
+    return lines

@@ -21,7 +21,6 @@ patched records re-encoded as Run writes them), so the frame is the one the JSON
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -31,9 +30,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlparse
 
-from runlines._encoding import NONFINITE_KEY, encode_line
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import NumericType
+
+from runlines._encoding import NONFINITE_KEY
 from runlines._layout import LOG_SUFFIX, is_log_name
-from runlines.reading._copies import LINE, NULLS, PATCH, Copy, usable_copy, write_tail
+from runlines.reading._copies import (
+    LINE,
+    NULLS,
+    PATCH,
+    Copy,
+    sample_lines,
+    usable_copy,
+    write_tail,
+)
 from runlines.reading._files import log_file, run_labels
 from runlines.reading._rules import attempt_numbers, step_cutoffs
 
@@ -51,31 +62,12 @@ _NONFINITE: Final = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity":
 _NUMERIC: Final = ("LongType", "IntegerType", "DoubleType", "FloatType")
 
 
-def _require_spark() -> None:
-    try:
-        import pyspark  # noqa: F401 - only whether it is there
-    except ImportError as err:
-        msg = "runlines.spark needs PySpark: pip install 'runlines[spark]'"
-        raise ImportError(msg) from err
-
-
 def read(
     spark: SparkSession, path_or_glob: str | os.PathLike[str], *, superseded: bool = False
 ) -> DataFrame:
-    """Return every record of the logs at *path_or_glob* as a Spark DataFrame.
-
-    Args:
-        spark: the session to read with.
-        path_or_glob: a folder of logs, one log, or a glob (``s3a://bucket/exp-*/*.jsonl``);
-            only ``*.jsonl`` files are read, so side files and locks are skipped.
-        superseded: keep records that a resumed attempt rewound past (dropped by default).
-
-    Columns: ``ts``, ``event``, ``run``, ``rank`` (when any file or record has one),
-    ``attempt``, then the fields.
+    """Return every record of the logs at *path_or_glob* as a Spark DataFrame: the door's
+    `read` (reading/_spark/__init__), once PySpark is there.
     """
-    _require_spark()
-    from pyspark.sql import functions as F
-
     path = os.fspath(path_or_glob)
     listed = _reader(spark, None).text(path).inputFiles()  # listed, not read
     files = [uri for uri in listed if is_log_name(uri)]  # no `runlines tag` notes file
@@ -112,7 +104,7 @@ def _usable_copies(files: list[str]) -> dict[str, Copy]:
     """Return the local logs of *files* whose copies match them (warning about the others)."""
     level = 3
     frame = sys._getframe(1)
-    package = str(Path(__file__).resolve().parent.parent)
+    package = str(Path(__file__).resolve().parents[2])  # runlines
     while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     found = {}
@@ -133,48 +125,11 @@ def _scratch(spark: SparkSession) -> Path:
     return folder
 
 
-_SAMPLE_VALUES: Final = {"int": 0, "float": 0.5, "str": "", "bool": True}
-
-
-def _arrow_kind(kind: Any) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_integer(kind):
-        return "int"
-    if pa.types.is_floating(kind):
-        return "float"
-    return "bool" if pa.types.is_boolean(kind) else "str"
-
-
 def _write_samples(copies: dict[str, Copy], folder: Path) -> str | None:
-    """Write lines holding the copies' values to a log of *folder*, for Spark to infer from.
-
-    One line per field and storage type, and each distinct patched record re-encoded as Run
-    writes it (a restored non-finite float null again, and marked), where the line had it.
+    """Write lines holding the copies' values to a log of *folder*, for Spark to infer from
+    (`sample_lines`: one per field and storage type, and each distinct patched record).
     """
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    lines: set[bytes] = set()
-    for copy in copies.values():
-        storage = [column for held in copy.storage.values() for column in held]
-        table = pq.read_table(copy.path, columns=[*storage, PATCH])
-        patched: dict[str, Any] = {}  # per field, the rows whose patch holds it
-        for row, text in enumerate(table.column(PATCH).to_pylist()):
-            if text is None:
-                continue
-            record = json.loads(text)
-            for name in record:
-                patched.setdefault(name, np.zeros(table.num_rows, dtype=bool))[row] = True
-            lines.add(encode_line(record))  # a non-finite float: null and marked, as logged
-        for name, held in copy.storage.items():
-            for column in held:
-                kind = _arrow_kind(table.schema.field(column).type)
-                valid = table.column(column).is_valid().to_numpy(zero_copy_only=False)
-                if name in patched:  # values the patch shadows: ints beyond 64 bits
-                    valid = valid & ~patched[name]
-                if valid.any():
-                    lines.add(encode_line({name: _SAMPLE_VALUES[kind]}))
+    lines = set().union(*(sample_lines(copy) for copy in copies.values()))
     if not lines:
         return None
     path = folder / f"samples{LOG_SUFFIX}"
@@ -190,8 +145,6 @@ def _records(
     copies: dict[str, Copy],
 ) -> DataFrame:
     """Return every record with its log (`_FILE`) and its place in the log (`_POS`)."""
-    from pyspark.sql import functions as F
-
     parts = []
     if jsonl:
         part = _with_file(_reader(spark, raw.schema).json(jsonl))
@@ -213,16 +166,11 @@ def _place(part: Column, offset: Column, order: Column) -> Column:
     """Return a record's place in its log: (0, then 1 for the tail after a copy), split offset
     (or line, in a copy), order within the split.
     """
-    from pyspark.sql import functions as F
-
     return F.struct(part.alias("part"), offset.alias("offset"), order.alias("order"))
 
 
 def _copy_frame(spark: SparkSession, raw: DataFrame, uri: str, copy: Copy) -> DataFrame:
     """Return the records of *copy* in the columns and types of *raw*."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import NumericType
-
     stored = spark.read.parquet(copy.path.as_uri())
     patch = F.from_json(F.col(PATCH), raw.schema, {"allowNonNumericNumbers": "true"})
     columns = []
@@ -245,14 +193,10 @@ def _reader(spark: SparkSession, schema: StructType | None) -> DataFrameReader:
 
 
 def _with_file(frame: DataFrame) -> DataFrame:
-    from pyspark.sql import functions as F
-
     return frame.withColumn(_FILE, F.input_file_name())
 
 
 def _field(frame: DataFrame, name: str) -> Column:
-    from pyspark.sql import functions as F
-
     return F.col(name) if name in frame.columns else F.lit(None)
 
 
@@ -261,8 +205,6 @@ def _classify(raw: DataFrame) -> tuple[dict[str, int | None], dict[str, list[tup
 
     The others map to their run_start records in file order: (attempt, resume_step).
     """
-    from pyspark.sql import functions as F
-
     start = F.struct(
         F.col(_POS), _field(raw, "attempt").alias("attempt"), _field(raw, "resume_step").alias("r")
     )
@@ -327,9 +269,6 @@ def _counted_part(
     superseded: bool,
 ) -> DataFrame:
     """Return the records of files with several attempts, each with its attempt."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     frame = every.where(F.col(_FILE).isin(list(counted))).drop("attempt")
     before = Window.partitionBy(_FILE).orderBy(_POS).rowsBetween(Window.unboundedPreceding, 0)
     is_start = F.coalesce(F.col("event") == "run_start", F.lit(False)).cast("long")
@@ -353,8 +292,6 @@ def _counted_part(
 
 def _output(frame: DataFrame, raw: DataFrame, has_rank: bool) -> DataFrame:
     """Return the columns in load()'s order, run and rank filled, non-finite floats restored."""
-    from pyspark.sql import functions as F
-
     types = {f.name: type(f.dataType).__name__ for f in raw.schema.fields}
     pointers = _nonfinite_fields(raw)
     columns = [
@@ -394,8 +331,6 @@ def _nonfinite_fields(raw: DataFrame) -> set[str]:
 
 
 def _restored(name: str) -> Column:
-    from pyspark.sql import functions as F
-
     pointer = "/" + name.replace("~", "~0").replace("/", "~1")
     mark = F.col(NONFINITE_KEY).getField(pointer)
     column = F.col(f"`{name}`").cast("double")
