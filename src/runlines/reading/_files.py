@@ -24,6 +24,7 @@ __all__ = [
     "LogFile",
     "find_logs",
     "is_locked",
+    "lock_held",
     "lock_path",
     "log_file",
     "real_path",
@@ -125,7 +126,17 @@ def check_source(source: Path) -> None:
 
 
 def is_locked(log: str | os.PathLike[str]) -> bool:
-    """Return whether a live process holds *log*'s lock file; never create a lock file."""
+    """Return whether *log*'s run is alive: the one check of every view's running or died.
+
+    Alive: a live process holds its lock file here, or *log* is a copy that `runlines sync`
+    made beside a fresh live-at-source marker (the source's lock was held when sync last
+    looked; an expired marker counts for nothing, docs/sync.md). Never creates a lock file.
+    """
+    return lock_held(log) or _sync.live_at_source(log)
+
+
+def lock_held(log: str | os.PathLike[str]) -> bool:
+    """Return whether a live process holds *log*'s lock file here; never create a lock file."""
     path = lock_path(log)
     if not path.exists():
         return False
