@@ -132,6 +132,10 @@ class Writer:
         assert self.process.stdout is not None
         assert self.process.stdout.readline().strip() == self.expected
 
+    def finish(self) -> None:
+        """Have it close the run and end; do not wait for it."""
+        self._send("end")
+
     def end(self) -> None:
         """Close the run and wait for the process to end."""
         self._send("end")

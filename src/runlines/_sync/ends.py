@@ -25,6 +25,7 @@ from runlines._layout import (
     LOCK_SUFFIX,
     LOG_SUFFIX,
     RANK_NAME,
+    lock_held,
     open_regular,
 )
 from runlines._sync.live import is_fresh, marker, read_marker
@@ -255,9 +256,6 @@ class FolderEnd:
             temp.unlink(missing_ok=True)
 
     def live(self, rel: str, live_for_s: float) -> bytes | None:
-        # imported here: the reading side imports this package at its top
-        from runlines.reading._files import lock_held
-
         path = self._path(rel)
         if lock_held(path):
             return marker(str(path.absolute()), live_for_s)

@@ -13,6 +13,7 @@ from runlines._layout import (
     LOG_SUFFIX,
     hash_path,
     is_log_name,
+    lock_held,
     lock_path,
     not_regular_reason,
     run_and_rank,
@@ -24,7 +25,6 @@ __all__ = [
     "LogFile",
     "find_logs",
     "is_locked",
-    "lock_held",
     "lock_path",
     "log_file",
     "real_path",
@@ -133,24 +133,6 @@ def is_locked(log: str | os.PathLike[str]) -> bool:
     looked; an expired marker counts for nothing, docs/sync.md). Never creates a lock file.
     """
     return lock_held(log) or _sync.live_at_source(log)
-
-
-def lock_held(log: str | os.PathLike[str]) -> bool:
-    """Return whether a live process holds *log*'s lock file here; never create a lock file."""
-    path = lock_path(log)
-    if not path.exists():
-        return False
-    from filelock import FileLock, Timeout
-
-    probe = FileLock(path, timeout=0)
-    try:
-        probe.acquire()
-    except Timeout:
-        return True
-    except OSError:  # an unreadable lock file: nobody we can see holds it
-        return False
-    probe.release()
-    return False
 
 
 def _is_log_file(path: Path) -> bool:
