@@ -29,8 +29,8 @@ def add_commands(subparsers: Any) -> None:
             "copy. DEST is a folder (a shared mount, another disk) or an fsspec URL "
             "(s3://bucket/prefix, needs pip install 'runlines[sync-s3]'). The runs of every "
             "SOURCE go into DEST side by side. A run live at its source (its lock held "
-            "there) is marked live in DEST for 3 intervals, so it reads running there, not "
-            "died; see docs/sync.md."
+            f"there) is marked live in DEST for {LIVE_INTERVALS} intervals after each pass, "
+            "so it reads running there, not died; see docs/sync.md."
         ),
     )
     sync.add_argument(
