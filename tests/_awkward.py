@@ -3,7 +3,8 @@
 Each case is a folder of logs written with the real `Run` API (a kill -9 is a child process
 killed with SIGKILL mid-run; a foreign log is plain `json`). Every record's `ts` comes from a
 frozen clock, so durations and gaps are exact. `truth()` reads the files with `json` alone and
-applies issue 25's rules, so that it shares no code with the views it judges.
+applies issue 25's rules (and docs/sync.md's for a synced copy's live-at-source marker), so
+that it shares no code with the views it judges.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,7 +34,7 @@ from runlines import Run
 T0: Final = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 NAN: Final = math.nan
 INF: Final = math.inf
-CASES: Final = ("killed", "rerun", "nonfinite", "noconfig", "foreign", "ranks", "media")
+CASES: Final = ("killed", "rerun", "nonfinite", "noconfig", "foreign", "ranks", "media", "synced")
 # The Run options of every awkward run: no background records, no NaN alarm (the suite turns
 # warnings into errors), nothing printed.
 QUIET: Final[dict[str, Any]] = {"stdout": False, "system": False, "on_nonfinite": "ignore"}
@@ -184,6 +186,78 @@ def _media(folder: Path) -> None:
             run.audio("clip", np.zeros(8), 8000, step=step)
 
 
+_CRASHED_CHILD: Final = textwrap.dedent(
+    """
+    import sys
+    from datetime import UTC, datetime
+
+    from freezegun import freeze_time
+
+    from runlines import Run
+
+    folder, t0 = sys.argv[1], float(sys.argv[2])
+    quiet = {"stdout": False, "system": False, "on_nonfinite": "ignore"}
+    with freeze_time(datetime.fromtimestamp(t0, UTC)) as clock:
+        run = Run("crashed", folder, config={"lr": 0.3}, **quiet)
+        for step in range(1, 4):
+            clock.tick(1)
+            run.log("train_step", step=step, loss=3 / step)
+        print("ready", flush=True)
+        sys.stdin.read()  # killed here, the log open
+    """
+)
+
+
+def _synced(folder: Path) -> None:
+    """Copies that `runlines sync` made (docs/sync.md), read where no writer holds a lock.
+
+    `live` was live at its source at the last pass (a fresh live-at-source marker; its
+    records are old, so it reads stalled, as it does at its source); `gone` was live at a pass
+    whose marker has expired since (its watcher stopped); `crashed` was killed after a pass
+    that found it live, before the next; `done` ended ok before its pass.
+    """
+    from runlines import _sync
+
+    source = folder.with_name(f"{folder.name}-source")
+    with _clock(T0) as clock:
+        gone = Run("gone", source, config={"lr": 0.4}, **QUIET)
+        for step in range(1, 4):
+            clock.tick(1)
+            gone.log("train_step", step=step, loss=4 / step)
+        _sync.sync([source / "gone.jsonl"], folder, live_for_s=15.0)  # expired long ago
+        gone.close()  # at the source only: no pass sends its run_end
+        with Run("done", source, config={"lr": 0.5}, **QUIET) as done:
+            for step in range(1, 4):
+                clock.tick(1)
+                done.log("train_step", step=step, loss=5 / step)
+        live = Run("live", source, config={"lr": 0.6}, **QUIET)
+        for step in range(1, 4):
+            clock.tick(1)
+            live.log("train_step", step=step, loss=6 / step)
+    env = {**os.environ, "PYTHONPATH": str(Path(runlines.__file__).parents[1])}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CRASHED_CHILD, str(source), str(T0)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+    assert child.stdout is not None
+    logs = [source / f"{name}.jsonl" for name in ("live", "crashed", "done")]
+    try:
+        assert child.stdout.readline() == b"ready\n"
+        _sync.sync(logs, folder, live_for_s=3600.0)  # on the real clock: fresh for an hour
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait()
+        child.stdout.close()
+        if child.stdin is not None:
+            child.stdin.close()
+    assert child.returncode == -signal.SIGKILL
+    _sync.sync(logs, folder, live_for_s=3600.0)  # `crashed`'s lock is free: its marker goes
+    with _clock(T0 + 20):
+        live.close()  # at the source only
+
+
 _WRITERS: Final = {
     "killed": _killed,
     "rerun": _rerun,
@@ -192,6 +266,7 @@ _WRITERS: Final = {
     "foreign": _foreign,
     "ranks": _ranks,
     "media": _media,
+    "synced": _synced,
 }
 
 
@@ -247,6 +322,11 @@ HIGHER: Final = ("accuracy",)
 # oracle takes runs()' documented rule: never. Flip this one constant if the fix chose always.
 GAPS_COUNTED: Final = False
 RUNLINES_MARKS: Final = frozenset({"run_start", "run_end"})
+# docs/sync.md: a synced log's run is live while `<log>.live` holds, from its `ts` to its
+# `expires` give or take this much clock skew; a live run is stalled after a minute without
+# a record (its records are a second apart: their pace allows a minute).
+CLOCK_SKEW_S: Final = 60.0
+STALLED_AFTER_S: Final = 60.0
 
 
 @dataclass
@@ -323,10 +403,23 @@ def truth(folder: Path) -> dict[str, Truth]:
         if ".rank" in stem or not is_runlines_log(path):
             continue
         runs[stem] = _one_run(stem, records(path))
+        last = runs[stem].attempts[-1]
+        if last.status == "died" and _live_at_source(path):
+            ago = time.time() - (last.last_ts or 0.0)
+            last.status = "stalled" if ago > STALLED_AFTER_S else "running"
     for path in sorted(folder.glob("*.rank*.jsonl")):
         stem, _, rank = path.name.removesuffix(".jsonl").rpartition(".rank")
         runs[stem].ranks[int(rank)] = _one_run(stem, records(path)).last
     return runs
+
+
+def _live_at_source(log: Path) -> bool:
+    """Return whether the live-at-source marker beside a synced *log* holds now."""
+    marker = log.with_name(log.name + ".live")
+    if not marker.exists():
+        return False
+    fields = json.loads(marker.read_bytes())
+    return bool(fields["ts"] - CLOCK_SKEW_S <= time.time() <= fields["expires"] + CLOCK_SKEW_S)
 
 
 def _metrics(record: dict[str, Any]) -> dict[str, float]:

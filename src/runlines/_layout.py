@@ -88,6 +88,28 @@ def lock_path(log: str | os.PathLike[str]) -> Path:
     return log.with_name(log.name + LOCK_SUFFIX)
 
 
+def lock_held(log: str | os.PathLike[str]) -> bool:
+    """Return whether a live process holds *log*'s lock file here; never create a lock file.
+
+    Whether *log*'s run is alive is `reading._files.is_locked`'s to say (a synced copy's
+    marker too); this is the lock alone, as `sync` probes it at the source.
+    """
+    path = lock_path(log)
+    if not path.exists():
+        return False
+    from filelock import FileLock, Timeout
+
+    probe = FileLock(path, timeout=0)
+    try:
+        probe.acquire()
+    except Timeout:
+        return True
+    except OSError:  # an unreadable lock file: nobody we can see holds it
+        return False
+    probe.release()
+    return False
+
+
 def name_lock_path(directory: Path, name: str) -> Path:
     """Return the lock a launch of run *name* holds while it chooses its name (`rerun_name`)."""
     return directory / f"{name}{LOG_SUFFIX}{_NAME_LOCK_SUFFIX}"

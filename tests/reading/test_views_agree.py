@@ -1,10 +1,11 @@
 """The "views agree" suite: every view states what the log says.
 
 For each awkward log of `_awkward` (killed and resumed attempts, a rerun after `ok`, NaN and
-inf, a resume without `config=`, a foreign JSONL, ranks) and each view (`runs()`, `ls`, `show`,
-`compare`, `query`, the dashboard's API, `top`'s model, the dashboard page in Chromium), each
-property the view states (status, attempts, duration, last and best values, non-finite values,
-config, the runs listed, per-rank values) must be the oracle's, read from the log with `json`.
+inf, a resume without `config=`, a foreign JSONL, ranks, synced copies of live and dead runs)
+and each view (`runs()`, `ls`, `show`, `compare`, `query`, the dashboard's API, `top`'s model,
+the dashboard page in Chromium), each property the view states (status, attempts, duration,
+last and best values, non-finite values, config, the runs listed, per-rank values) must be the
+oracle's, read from the log with `json`.
 
 One test per (log, view, property). A view is one function under `@view(...)`: it reads a
 case's folder and returns, per run, what it states. A view that disagrees is marked in
@@ -664,6 +665,9 @@ SHAPES: Final = {
     "foreign": {"real": ["ok"]},
     "ranks": {"dist": ["ok"]},
     "media": {"gallery": ["ok"]},
+    # copies sync made: live at the source (old records: stalled), a stopped watcher's,
+    # killed between two passes, ended ok
+    "synced": {"live": ["stalled"], "gone": ["died"], "crashed": ["died"], "done": ["ok"]},
 }
 
 

@@ -23,13 +23,32 @@ Holdings = dict[str, bytes]
 
 
 def folder_files(folder: Path) -> Holdings:
-    """Return the run files of *folder* (no locks, no hidden names: no sync state)."""
+    """Return the run files of *folder* (no locks, no live-at-source markers, no hidden
+    names: no sync state)."""
     found = {}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
-        if path.is_file() and not rel.endswith(".lock") and "/." not in f"/{rel}":
+        if path.is_file() and not rel.endswith((".lock", ".live")) and "/." not in f"/{rel}":
             found[rel] = path.read_bytes()
     return found
+
+
+def folder_markers(folder: Path) -> dict[str, dict[str, Any]]:
+    """Return the live-at-source markers of *folder*: the log each is beside -> its fields."""
+    return {
+        path.relative_to(folder).as_posix().removesuffix(".live"): json.loads(path.read_bytes())
+        for path in sorted(folder.rglob("*.jsonl.live"))
+    }
+
+
+def store_markers(fs: Any, root: str) -> dict[str, dict[str, Any]]:
+    """Return the live-at-source markers of a store: the log each is beside -> its fields."""
+    fs.invalidate_cache()
+    return {
+        path[len(root) + 1 :].removesuffix(".live"): json.loads(fs.cat_file(path))
+        for path in sorted(fs.find(root))
+        if path.endswith(".jsonl.live")
+    }
 
 
 def store_files(fs: Any, root: str, seen: dict[str, bytes] | None = None) -> Holdings:
@@ -43,7 +62,7 @@ def store_files(fs: Any, root: str, seen: dict[str, bytes] | None = None) -> Hol
     fs.invalidate_cache()
     for path, info in sorted(fs.find(root, detail=True).items()):
         rel = path[len(root) + 1 :]
-        if rel.startswith("."):
+        if rel.startswith(".") or rel.endswith(".live"):
             continue
         if rel.endswith(".seg/manifest.json"):
             name = rel.removesuffix(".seg/manifest.json")
@@ -112,6 +131,10 @@ class Writer:
         """Wait until what `start` asked for is written."""
         assert self.process.stdout is not None
         assert self.process.stdout.readline().strip() == self.expected
+
+    def finish(self) -> None:
+        """Have it close the run and end; do not wait for it."""
+        self._send("end")
 
     def end(self) -> None:
         """Close the run and wait for the process to end."""

@@ -7,12 +7,20 @@ import sys
 from pathlib import Path
 
 import pytest
-from _sync_checks import Writer, check_equal, check_prefixes, folder_files, race
+from _sync_checks import (
+    Writer,
+    check_equal,
+    check_prefixes,
+    folder_files,
+    folder_markers,
+    race,
+)
 
 import runlines
 from _logs import line, write
 from runlines.cli import _sync as command
 from runlines.cli import main
+from runlines.reading import is_locked
 
 
 def _sync(*paths: Path | str) -> int:
@@ -32,14 +40,24 @@ def test_fifty_passes_while_the_job_writes_are_prefixes_then_equal(tmp_path: Pat
             50,
             seed=1,
             one_pass=lambda: _check_sync(source, dest),
-            check=lambda: check_prefixes(folder_files(source), folder_files(dest)),
+            check=lambda: _check_live_copy(source, dest),
         )
     finally:
         writer.kill()
 
     assert _sync(source, dest) == 0
     check_equal(folder_files(source), folder_files(dest))
+    assert folder_markers(dest) == {}
+    assert runlines.runs(dest)["status"].tolist() == ["ok"]
     assert any(rel.startswith("job.artifacts/") for rel in folder_files(dest))
+
+
+def _check_live_copy(source: Path, dest: Path) -> None:
+    """Assert that *dest* holds whole lines of the source's and reads live, as it does."""
+    check_prefixes(folder_files(source), folder_files(dest))
+    assert is_locked(source / "job.jsonl")
+    assert list(folder_markers(dest)) == ["job.jsonl"]
+    assert is_locked(dest / "job.jsonl")
 
 
 def test_a_second_pass_sends_nothing_and_says_so(
@@ -121,15 +139,20 @@ def test_the_synced_folder_reads_as_the_source_does(run_dir: Path, tmp_path: Pat
     assert runlines.load(dest).drop(columns="ts").equals(runlines.load(run_dir).drop(columns="ts"))
 
 
-def test_a_run_live_at_the_source_reads_died_in_the_copy(run_dir: Path, tmp_path: Path) -> None:
-    """The copy has no lock a writer holds: it never says `running` (docs/sync.md)."""
+def test_a_run_live_at_the_source_reads_running_in_the_copy(run_dir: Path, tmp_path: Path) -> None:
+    """The copy holds no lock, but a live-at-source marker beside the log (docs/sync.md)."""
     dest = tmp_path / "copy"
     with runlines.Run("a", run_dir, stdout=False) as run:
         run.log("train_step", step=0, loss=2.0)
         assert _sync(run_dir, dest) == 0
 
         assert runlines.runs(run_dir)["status"].tolist() == ["running"]
-        assert runlines.runs(dest)["status"].tolist() == ["died"]
+        assert runlines.runs(dest)["status"].tolist() == ["running"]
+        assert list(folder_markers(dest)) == ["a.jsonl"]
+    assert _sync(run_dir, dest) == 0
+
+    assert runlines.runs(dest)["status"].tolist() == ["ok"]
+    assert folder_markers(dest) == {}
 
 
 def test_two_sources_with_a_file_of_the_same_name_are_refused(

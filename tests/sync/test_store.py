@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _sync_checks import Writer, check_equal, check_prefixes, folder_files, race, store_files
+from _sync_checks import (
+    Writer,
+    check_equal,
+    check_prefixes,
+    folder_files,
+    race,
+    store_files,
+    store_markers,
+)
 
 import runlines
 from runlines.cli import main
@@ -29,8 +37,9 @@ def test_fifty_passes_while_the_job_writes_are_prefixes_then_equal(
             50,
             seed=2,
             one_pass=lambda: _check_sync(source, dest),
-            check=lambda: check_prefixes(
-                folder_files(source), store_files(fs, f"{name}/team/runs", seen)
+            check=lambda: (
+                check_prefixes(folder_files(source), store_files(fs, f"{name}/team/runs", seen)),
+                _check_marked(fs, f"{name}/team/runs", ["job.jsonl"]),
             ),
         )
     finally:
@@ -38,7 +47,13 @@ def test_fifty_passes_while_the_job_writes_are_prefixes_then_equal(
 
     _check_sync(source, dest)
     check_equal(folder_files(source), store_files(fs, f"{name}/team/runs"))
+    _check_marked(fs, f"{name}/team/runs", [])
     assert len(fs.ls(f"{name}/team/runs/job.jsonl.seg")) > 2  # a manifest and segments
+
+
+def _check_marked(fs: Any, root: str, logs: list[str]) -> None:
+    """Assert that the logs of the store at *root* marked live at the source are *logs*."""
+    assert list(store_markers(fs, root)) == logs
 
 
 def test_a_store_syncs_back_down_and_reads_as_the_source(

@@ -4,7 +4,8 @@ A file is one of three kinds, by its path relative to the folder synced: `lines`
 rank log, `<name>.notes.jsonl`, `<name>.console.log`: appended to, sent up to their last
 newline), `artifact` (under `<name>.artifacts/`: written once under its final name, sent once,
 deduplicated by sha256) or `whole` (the Parquet copy: sent again whenever it changes). Lock
-files and hidden names (temporary files, this module's state) are no part of a run's data.
+files, live-at-source markers (`<log>.live`, `live.py`: written by the pass, not copied as
+files) and hidden names (temporary files, this module's state) are no part of a run's data.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from runlines._layout import (
     LOCK_SUFFIX,
     LOG_SUFFIX,
     RANK_NAME,
+    lock_held,
     open_regular,
 )
+from runlines._sync.live import is_fresh, marker, read_marker
 
 __all__ = [
     "ARTIFACT",
@@ -104,6 +107,20 @@ class End(Protocol):
 
     def save_state(self, state: dict[str, Any]) -> None:
         """Write *state* whole: a crash leaves the old state or the new one."""
+        ...
+
+    def live(self, rel: str, live_for_s: float) -> bytes | None:
+        """Return the live-at-source marker (`live.py`) to write beside the copy of log
+        *rel*, or None when its run is not live here: a new marker, for *live_for_s* seconds,
+        when its lock is held here, else this end's own fresh marker (a copy's), as it is."""
+        ...
+
+    def refresh(self, entry: Entry) -> Entry | None:
+        """Return *entry* as its file is now (None: gone): a log whose run ended meanwhile."""
+        ...
+
+    def remove(self, rel: str) -> None:
+        """Remove file *rel*, if there."""
         ...
 
 
@@ -237,6 +254,23 @@ class FolderEnd:
             os.replace(temp, path)
         finally:
             temp.unlink(missing_ok=True)
+
+    def live(self, rel: str, live_for_s: float) -> bytes | None:
+        path = self._path(rel)
+        if lock_held(path):
+            return marker(str(path.absolute()), live_for_s)
+        data = read_marker(path)
+        return data if data is not None and is_fresh(data) else None
+
+    def refresh(self, entry: Entry) -> Entry | None:
+        try:
+            info = os.stat(self._path(entry.rel))
+        except FileNotFoundError:
+            return None
+        return Entry(entry.rel, entry.kind, info.st_size, str(info.st_mtime_ns))
+
+    def remove(self, rel: str) -> None:
+        self._path(rel).unlink(missing_ok=True)
 
     def _path(self, rel: str) -> Path:
         return self.root.joinpath(*rel.split("/"))

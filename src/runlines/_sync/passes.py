@@ -5,12 +5,16 @@ store's manifest) up to the source's last newline: what arrives is a prefix of t
 of whole lines, and a pass killed midway is resumed from what did arrive. The destination's
 bytes are checked against the source's before they are appended to; a source that is not
 their continuation (a log deleted and written anew) is sent again from its start.
+
+A log whose run is live at its source gets a live-at-source marker beside its copy
+(`live.py`, `_send_log`): the copy then reads as the source does, running, not died.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import io
 import json
 import os
 import re
@@ -19,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from runlines._layout import LOG_SUFFIX
+from runlines._layout import LOG_SUFFIX, is_log_name
 from runlines._sync.ends import ARTIFACT, LINES, WHOLE, End, Entry, FolderEnd
+from runlines._sync.live import LIVE_FOR_S, LIVE_SUFFIX
 from runlines.errors import ReadError
 
 __all__ = ["Report", "cache_folder", "is_url", "local_copy", "open_end", "sync"]
@@ -34,7 +39,8 @@ _STORE_HINT: Final = "pip install 'runlines[sync-s3]' (s3fs and fsspec; gcsfs fo
 
 @dataclass
 class Report:
-    """What one pass sent to *dest*: files appended to, copied and deduplicated, and bytes."""
+    """What one pass sent to *dest*: files appended to, copied and deduplicated, bytes, and
+    the logs marked live at their source."""
 
     dest: str
     appended: int = 0
@@ -42,16 +48,18 @@ class Report:
     deduplicated: int = 0
     bytes_sent: int = 0
     sent: list[str] = field(default_factory=list)
+    live: list[str] = field(default_factory=list)  # logs marked live at the source
 
     def describe(self) -> str:
         """Return one line for the command to print."""
+        live = f"; {_count(len(self.live), 'log')} marked live at the source" if self.live else ""
         if not self.sent:
-            return f"nothing new to send to {self.dest}: it holds every whole line and file"
+            return f"nothing new to send to {self.dest}: it holds every whole line and file{live}"
         parts = [f"lines appended to {_count(self.appended, 'file')}"]
         parts.append(f"{_count(self.copied, 'file')} copied")
         if self.deduplicated:
             parts.append(f"{_count(self.deduplicated, 'artifact')} deduplicated by sha256")
-        return f"sent {self.bytes_sent} bytes to {self.dest}: {', '.join(parts)}"
+        return f"sent {self.bytes_sent} bytes to {self.dest}: {', '.join(parts)}{live}"
 
 
 def _count(number: int, noun: str) -> str:
@@ -76,8 +84,17 @@ def open_end(location: str | os.PathLike[str]) -> End:
     return end
 
 
-def sync(sources: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str]) -> Report:
+def sync(
+    sources: Sequence[str | os.PathLike[str]],
+    dest: str | os.PathLike[str],
+    *,
+    live_for_s: float = LIVE_FOR_S,
+) -> Report:
     """Send what *dest* lacks of the runs in *sources* (folders, log files, store URLs).
+
+    Beside each log whose run is live at its source (its lock held), a live-at-source
+    marker that expires in *live_for_s* seconds (`live.py`); it is removed once the run is
+    no longer live there, after the log's last lines.
 
     Raises:
         ReadError: a source that is missing, or two sources with a file of the same name.
@@ -88,6 +105,7 @@ def sync(sources: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str]
     before = json.dumps(state, sort_keys=True)
     files: dict[str, Any] = state.setdefault("files", {})
     by_sha: dict[str, str] = state.setdefault("sha256", {})
+    live = _Live(set(state.get("live", ())), live_for_s)
     report = Report(str(dest))
     pending: list[tuple[End, Entry]] = []
     # a log's size is taken before its folder's artifacts are listed: each artifact its
@@ -98,10 +116,14 @@ def sync(sources: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str]
         else:
             pending.append((end, entry))
     for end, entry in sorted(pending, key=lambda pair: pair[1].kind != LINES):
-        if entry.kind == LINES:
+        if entry.kind == LINES and is_log_name(entry.rel.rsplit("/", 1)[-1]):
+            _send_log(end, entry, target, files, live, report)
+        elif entry.kind == LINES:
             _send_lines(end, entry, target, files, report)
         elif entry.kind == WHOLE:
             _send_whole(end, entry, target, files, report)
+    if live.marked or "live" in state:
+        state["live"] = sorted(live.marked)
     if json.dumps(state, sort_keys=True) != before:  # a pass with nothing new writes nothing
         target.save_state(state)
     return report
@@ -165,6 +187,42 @@ def _entries(ends: list[End]) -> Iterator[tuple[End, Entry]]:
 def _unchanged(entry: Entry, files: dict[str, Any]) -> bool:
     known = files.get(entry.rel)
     return known is not None and (known["size"], known["stamp"]) == (entry.size, entry.stamp)
+
+
+@dataclass
+class _Live:
+    """The logs whose copies hold a live-at-source marker (the state's `live`), and its life."""
+
+    marked: set[str]
+    live_for_s: float
+
+
+def _send_log(
+    source: End, entry: Entry, target: End, files: dict[str, Any], live: _Live, report: Report
+) -> None:
+    """Send a log's new lines, and mark its copy live at the source, or no longer.
+
+    The order keeps the copy's status the source's: a live run's marker goes before its
+    lines (a reader never finds them unmarked), and is removed after them. A log whose run
+    is not live is looked at again after that check: its run may have ended since `entries`
+    took its size, and the copy must hold the run_end, not read `died`.
+    """
+    was_live = entry.rel in live.marked
+    if not was_live and _unchanged(entry, files):
+        return  # unchanged since a pass that found it not live: a run writes when it starts
+    data = source.live(entry.rel, live.live_for_s)
+    if data is not None:
+        target.put(entry.rel + LIVE_SUFFIX, io.BytesIO(data))
+        live.marked.add(entry.rel)
+        report.live.append(entry.rel)
+        _send_lines(source, entry, target, files, report)
+        return
+    now = source.refresh(entry)
+    if now is not None:
+        _send_lines(source, now, target, files, report)
+    if was_live:
+        target.remove(entry.rel + LIVE_SUFFIX)
+        live.marked.discard(entry.rel)
 
 
 def _send_lines(

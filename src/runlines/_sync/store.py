@@ -5,7 +5,8 @@ Objects cannot be appended to, so a lines file `<rel>` is a folder of segments,
 `<rel>.seg/manifest.json` that names them, written after them: `{"format": 1, "bytes": N,
 "segments": [["000001", n1], ...]}`. The file is the segments the manifest names, in order;
 a segment the manifest does not name (a pass killed before its manifest) is written over by
-the next pass. Artifacts, whole files and the state are plain objects at `<rel>`.
+the next pass. Artifacts, whole files, the state and live-at-source markers (`<log>.live`)
+are plain objects at `<rel>`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import IO, Any, Final
 import fsspec
 
 from runlines._sync.ends import LINES, STATE_NAME, Entry, kind_of
+from runlines._sync.live import LIVE_SUFFIX, is_fresh
 
 __all__ = ["SEGMENTS_SUFFIX", "StoreEnd"]
 
@@ -34,6 +36,7 @@ class StoreEnd:
         self.fs, root = fsspec.core.url_to_fs(url, **(storage_options or {}))
         self.root = root.rstrip("/")
         self._manifests: dict[str, dict[str, Any]] = {}
+        self._markers: set[str] = set()  # the live-at-source markers the listing found
 
     def __str__(self) -> str:
         return self.url
@@ -42,6 +45,7 @@ class StoreEnd:
         self._manifests.clear()
         self.fs.invalidate_cache()  # a listing cached by an earlier pass misses new files
         found = self.fs.find(self.root, detail=True)
+        self._markers = {path[len(self.root) + 1 :] for path in found if path.endswith(LIVE_SUFFIX)}
         for path, info in sorted(found.items()):
             rel = path[len(self.root) + 1 :]
             if rel.endswith(f"{SEGMENTS_SUFFIX}/{_MANIFEST}"):
@@ -107,6 +111,29 @@ class StoreEnd:
     def save_state(self, state: dict[str, Any]) -> None:
         data = json.dumps(state, sort_keys=True).encode()
         self.fs.pipe_file(self._path(STATE_NAME), data)
+
+    def live(self, rel: str, live_for_s: float) -> bytes | None:
+        # no lock is held in a store: its marker, if fresh, is sent on as it is
+        if rel + LIVE_SUFFIX not in self._markers:
+            return None
+        try:
+            data: bytes = self.fs.cat_file(self._path(rel + LIVE_SUFFIX))
+        except FileNotFoundError:  # removed since the listing: the run's end is there
+            return None
+        return data if is_fresh(data) else None
+
+    def refresh(self, entry: Entry) -> Entry | None:
+        if entry.kind != LINES:
+            return entry
+        self._manifests.pop(entry.rel, None)
+        size = self.lines_size(entry.rel)
+        return Entry(entry.rel, LINES, size, str(size))
+
+    def remove(self, rel: str) -> None:
+        try:
+            self.fs.rm_file(self._path(rel))
+        except FileNotFoundError:
+            pass
 
     def _manifest(self, rel: str) -> dict[str, Any]:
         manifest = self._manifests.get(rel)

@@ -13,6 +13,7 @@ from runlines._layout import (
     LOG_SUFFIX,
     hash_path,
     is_log_name,
+    lock_held,
     lock_path,
     not_regular_reason,
     run_and_rank,
@@ -125,21 +126,13 @@ def check_source(source: Path) -> None:
 
 
 def is_locked(log: str | os.PathLike[str]) -> bool:
-    """Return whether a live process holds *log*'s lock file; never create a lock file."""
-    path = lock_path(log)
-    if not path.exists():
-        return False
-    from filelock import FileLock, Timeout
+    """Return whether *log*'s run is alive: the one check of every view's running or died.
 
-    probe = FileLock(path, timeout=0)
-    try:
-        probe.acquire()
-    except Timeout:
-        return True
-    except OSError:  # an unreadable lock file: nobody we can see holds it
-        return False
-    probe.release()
-    return False
+    Alive: a live process holds its lock file here, or *log* is a copy that `runlines sync`
+    made beside a fresh live-at-source marker (the source's lock was held when sync last
+    looked; an expired marker counts for nothing, docs/sync.md). Never creates a lock file.
+    """
+    return lock_held(log) or _sync.live_at_source(log)
 
 
 def _is_log_file(path: Path) -> bool:
