@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from pathlib import Path
 from typing import Any, Final
@@ -50,8 +51,6 @@ def live_path(log: str | os.PathLike[str]) -> Path:
 
 def marker(source: str, live_for_s: float, now: float | None = None) -> bytes:
     """Return the marker that says log *source* is live here now, for *live_for_s* seconds."""
-    import socket
-
     now = time.time() if now is None else now
     fields = {
         "format": _FORMAT,
