@@ -31,6 +31,7 @@ from runlines import _sync
 from runlines._sync import ends, live
 from runlines.cli import _sync as command
 from runlines.cli import main
+from runlines.cli._common import when
 from runlines.reading import is_locked, lifecycle, run_status
 
 
@@ -348,3 +349,29 @@ def test_a_store_marks_a_live_run_and_its_readers_read_it_running(
     assert runlines.runs(url)["status"].tolist() == ["ok"]
     assert store_markers(fs, f"{name}/runs") == {}
     assert folder_markers(_sync.cache_folder(url)) == {}
+
+
+def test_show_says_where_and_when_the_source_was_seen_live(run_dir: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "copy"
+    with runlines.Run("a", run_dir, stdout=False) as run:
+        run.log("train_step", step=0, loss=2.0)
+        with freeze_time(datetime.fromtimestamp(T0, UTC)):
+            _sync.sync([run_dir], dest)
+        with freeze_time(datetime.fromtimestamp(T0 + 5, UTC)):
+            shown = _text("show", str(dest / "a.jsonl"))
+            at_source = _text("show", str(run_dir / "a.jsonl"))
+    seen = f"{socket.gethostname()} as of {when(T0)} (runlines sync's marker)"
+
+    assert [
+        line.split(None, 2)[2] for line in shown.splitlines() if line.startswith("live at")
+    ] == [seen]
+    assert "live at" not in at_source  # its own lock says so; no marker there
+    with freeze_time(datetime.fromtimestamp(T0 + 3600, UTC)):  # the marker has expired
+        assert "live at" not in _text("show", str(dest / "a.jsonl"))
+
+
+def _text(*argv: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(argv)) == 0
+    return out.getvalue()

@@ -27,6 +27,7 @@ __all__ = [
     "CLOCK_SKEW_S",
     "LIVE_FOR_S",
     "LIVE_SUFFIX",
+    "fresh_marker",
     "is_fresh",
     "live_at_source",
     "live_path",
@@ -63,21 +64,31 @@ def marker(source: str, live_for_s: float, now: float | None = None) -> bytes:
     return json.dumps(fields, sort_keys=True).encode() + b"\n"
 
 
-def is_fresh(data: bytes, now: float | None = None) -> bool:
-    """Return whether marker *data* holds at *now* (default: this clock), skew allowed for."""
+def _fields(data: bytes) -> dict[str, Any] | None:
+    """Return marker *data*'s fields, or None when it is no marker `marker` wrote."""
     try:
         fields: Any = json.loads(data)
     except ValueError:  # no marker `marker` wrote: a write is whole (temp + rename)
-        return False
+        return None
     if not isinstance(fields, dict):
-        return False
+        return None
     ts, expires = fields.get("ts"), fields.get("expires")
     if not isinstance(ts, (int, float)) or not isinstance(expires, (int, float)):
-        return False
+        return None
     if isinstance(ts, bool) or isinstance(expires, bool):
-        return False
+        return None
+    return fields
+
+
+def _holds(fields: dict[str, Any], now: float | None) -> bool:
     now = time.time() if now is None else now
-    return bool(ts - CLOCK_SKEW_S <= now <= expires + CLOCK_SKEW_S)
+    return bool(fields["ts"] - CLOCK_SKEW_S <= now <= fields["expires"] + CLOCK_SKEW_S)
+
+
+def is_fresh(data: bytes, now: float | None = None) -> bool:
+    """Return whether marker *data* holds at *now* (default: this clock), skew allowed for."""
+    fields = _fields(data)
+    return fields is not None and _holds(fields, now)
 
 
 def read_marker(log: str | os.PathLike[str]) -> bytes | None:
@@ -90,7 +101,13 @@ def read_marker(log: str | os.PathLike[str]) -> bytes | None:
     return data if len(data) <= _MAX_BYTES else None
 
 
+def fresh_marker(log: str | os.PathLike[str], now: float | None = None) -> dict[str, Any] | None:
+    """Return the fields of the fresh marker beside *log* (host, pid, ts, ...), or None."""
+    data = read_marker(log)
+    fields = None if data is None else _fields(data)
+    return fields if fields is not None and _holds(fields, now) else None
+
+
 def live_at_source(log: str | os.PathLike[str], now: float | None = None) -> bool:
     """Return whether *log* is a copy whose run a fresh marker says is live at its source."""
-    data = read_marker(log)
-    return data is not None and is_fresh(data, now)
+    return fresh_marker(log, now) is not None

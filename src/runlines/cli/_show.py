@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from runlines import _notes, reading
+from runlines import _notes, _sync, reading
 from runlines._layout import console_path
 from runlines.cli._common import cell, duration, print_json, resolve_run, table, when
 from runlines.cli._summaries import RunDetails, describe
@@ -18,6 +18,7 @@ __all__ = ["add_commands"]
 
 _CONFIG_KEYS: Final = 20  # `show` lists this many config keys unless --config
 _CONSOLE_LINES: Final = 10  # `show` prints this much of a captured console unless --console
+_ALIVE: Final = ("running", "stalled")  # the statuses of a run whose lock is held, or marked
 
 
 def add_commands(subparsers: Any) -> None:
@@ -205,6 +206,10 @@ def _show_header(details: RunDetails) -> str:
     ]
     if details.status == "died":
         rows.insert(3, ("last record", when(details.last_ts)))
+    live = _sync.fresh_marker(details.log.path) if details.status in _ALIVE else None
+    if live is not None:  # a synced copy: the status is what sync last saw at the source
+        seen = f"{live.get('host', '?')} as of {when(live['ts'])} (runlines sync's marker)"
+        rows.insert(3, ("live at", seen))
     end = details.attempts[-1] if details.attempts else {}
     if details.status == "failed" and end.get("exc_type"):
         rows.insert(3, ("error", f"{end['exc_type']}: {end.get('exc_message', '')}"[:200]))
