@@ -895,8 +895,12 @@ def _kept_config(config: dict[str, Any] | None, previous: dict[str, Any] | None)
 
 
 def _load() -> None:
-    """Bind, once, the modules that only an open run uses (see _writer.load): the door of
-    what opening, writing and closing a run import, each of them at its top."""
+    """Bind the modules that only an open run uses, when a Run opens (see _writer.load).
+
+    The one door of the write side: opening, writing and closing a run need what these modules
+    import at their top (orjson, filelock, signal, subprocess, ...), which `import runlines`
+    must not pay for (tests/test_import.py).
+    """
     global _capture, _console, _context, _encoding, _fields, _layout, _lifecycle, _logfile
     global _notes, _watching, artifacts
     _writer.load()
