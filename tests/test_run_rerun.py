@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from runlines import Run
-from runlines.run import _config_change
+from runlines._logfile import config_change
 
 
 def starts(path: Path) -> list[dict[str, Any]]:
@@ -222,7 +222,7 @@ class TestConfig:
         previous = {"config": {f"key{n}": n for n in range(50)}}
         given = {f"key{n}": n + 1 for n in range(50)}
 
-        text = _config_change(previous, given, given, None)
+        text = config_change(previous, given, given, None)
 
         assert text.startswith("; config: key0 0 -> 1, key1 1 -> 2, ")
         assert len(text) < 200

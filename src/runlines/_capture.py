@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO, cast
 
 from runlines import _warnings
+from runlines.sinks import warn_stderr
 
 __all__ = ["CAPTURE_CHOICES", "Capture", "CaptureSettings", "Emit", "parse_capture"]
 
@@ -176,8 +177,6 @@ def _emit_guarded(emit: Emit, event: str, fields: dict[str, object]) -> None:
 
 
 def _report(message: str) -> None:
-    from runlines.sinks import warn_stderr  # not at import: sinks is on the run's side
-
     warn_stderr(message)
 
 

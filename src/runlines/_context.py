@@ -1,27 +1,34 @@
-"""What a run records about its process: identity, host, versions, git state, distributed rank."""
+"""What a run records about its process: identity, host, versions, git state, distributed rank.
+
+Imported when the first run opens (see `run._load`).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
 import re
+import secrets
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from pathlib import Path
+from typing import Any, Final, NamedTuple
 
-from runlines import _layout
+from runlines import _layout, _watching
+from runlines import fields as _f
 from runlines._version import __version__
 from runlines.errors import FieldError
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
 # `<name>.rank<R>.jsonl` is a rank's log, `<name>.notes.jsonl` a run's tags and notes (_layout)
 _RESERVED_SUFFIX_RE: Final = re.compile(r"\.(rank\d+|notes)$")
 
 
-class Distributed(NamedTuple):  # not a dataclass: dataclasses takes ~8 ms to import
+class Distributed(NamedTuple):
     """The process's place in a distributed job, from the launcher's environment."""
 
     rank: int
@@ -54,6 +61,11 @@ def distributed_from_env(environ: Mapping[str, str] | None = None) -> Distribute
     return Distributed(rank, world_size) if world_size > 1 else None
 
 
+def run_folder(directory: str | os.PathLike[str]) -> Path:
+    """Return the folder a run writes in, `Run(directory=...)`, as a Path."""
+    return Path(directory)
+
+
 def log_path(directory: Path, name: str, dist: Distributed | None) -> Path:
     """Return this process's log file: <name>.jsonl, or <name>.rank<R>.jsonl for rank R > 0."""
     return _layout.log_path(directory, name, None if dist is None else dist.rank)
@@ -61,8 +73,6 @@ def log_path(directory: Path, name: str, dist: Distributed | None) -> Path:
 
 def new_run_id() -> str:
     """Return an identifier unique to this process's run, sortable by start time."""
-    import secrets  # imported when a run opens, not with runlines
-
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     return f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
 
@@ -73,9 +83,6 @@ def describe_process(diff_dir: Path | None = None) -> dict[str, Any]:
     A dirty tree's diff is saved under *diff_dir* (created when needed): `git_diff` holds its
     path relative to the parent of *diff_dir*, `git_diff_sha256` its hash.
     """
-    import platform  # imported when a run opens, not with runlines
-    import socket
-
     cwd = os.getcwd()
     info: dict[str, Any] = {
         "host": socket.gethostname(),
@@ -85,8 +92,6 @@ def describe_process(diff_dir: Path | None = None) -> dict[str, Any]:
         "argv": list(sys.argv),
         "cwd": cwd,
     }
-    from runlines import _watching  # imported when a run opens
-
     nvml = _watching.start_nvml(_GPU_WAIT_S)  # on a thread, while git runs
     state = git_state(cwd)
     info.update(describe_environment(nvml=nvml))
@@ -143,8 +148,6 @@ def describe_environment(
 
     Each part is isolated: one that fails is left out, and nothing here imports a package.
     """
-    from runlines import fields as _f
-
     loaded = sys.modules if modules is None else modules
     info: dict[str, Any] = {}
     packages = _package_versions(loaded)
@@ -153,8 +156,6 @@ def describe_environment(
     torch = loaded.get("torch")
     if torch is not None:
         info.update(_torch_versions(torch))
-    from runlines import _watching  # imported when a run opens
-
     nvml = _watching.load_nvml if nvml is None else nvml
     info.update(_watching.describe_gpus(loaded, nvml=nvml))
     return info
@@ -174,8 +175,6 @@ def _package_versions(modules: Mapping[str, Any]) -> dict[str, str]:
 
 def _torch_versions(torch: Any) -> dict[str, Any]:
     """CUDA as torch was built with it, and cuDNN's version when torch can tell without work."""
-    from runlines import fields as _f
-
     info: dict[str, Any] = {}
     try:
         cuda = torch.version.cuda
@@ -209,10 +208,6 @@ def git_state(cwd: str, timeout_s: float = GIT_TIMEOUT_S) -> dict[str, Any]:
     past it the dirty flag and the diff (or the commit too) are left out and `git_note` says
     which.
     """
-    import subprocess  # imported when a run opens, not with runlines
-
-    from runlines import fields as _f
-
     commit = _start_git(cwd, "rev-parse", "--verify", "-q", "HEAD")
     if commit is None:
         return {}  # no git on this machine
@@ -242,8 +237,6 @@ def git_state(cwd: str, timeout_s: float = GIT_TIMEOUT_S) -> dict[str, Any]:
 
 
 def _start_git(cwd: str, *args: str) -> Any:
-    import subprocess
-
     try:
         return subprocess.Popen(
             ["git", *args],
@@ -272,10 +265,6 @@ def _finish(process: Any, deadline: float) -> bytes | None:
 
 def save_diff(diff: bytes, diff_dir: Path) -> dict[str, Any]:
     """Write *diff* as `git-<sha256 prefix>.diff` under *diff_dir*; return the fields naming it."""
-    import hashlib  # imported when a run opens, and only for a dirty tree
-
-    from runlines import fields as _f
-
     if len(diff) > GIT_DIFF_MAX_BYTES:
         return {
             _f.GIT_NOTE: f"the diff of the dirty tree is {len(diff)} bytes, over "

@@ -36,6 +36,7 @@ __all__ = [
     "encode_line",
     "encode_line_safe",
     "format_console",
+    "read_config",
     "read_mapping",
     "restore_nonfinite",
 ]
@@ -294,6 +295,23 @@ def read_mapping(mapping: Mapping[Any, Any]) -> dict[Any, Any]:
         return dict(_entries(mapping))
     except Exception:  # its iteration raises: one entry that says so
         return {"<unreadable>": _repr_with_warning(mapping)}
+
+
+def read_config(config: Any) -> dict[str, Any] | None:
+    """Return a run's `config=` as a dict: a mapping, a dataclass, or an argparse.Namespace."""
+    if config is None:
+        return None
+    if isinstance(config, Mapping):
+        return read_mapping(config)  # an unresolvable ${...} entry is written, not raised
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    if hasattr(config, "__dict__") and type(config).__name__ == "Namespace":
+        return dict(vars(config))
+    msg = (
+        f"config must be a mapping, a dataclass or an argparse.Namespace, got "
+        f"{type(config).__name__}; pass config=dict(...)"
+    )
+    raise TypeError(msg)
 
 
 def _entries(mapping: Mapping[Any, Any]) -> list[tuple[Any, Any]]:

@@ -17,14 +17,17 @@ A new launch of a name whose last attempt ended `ok` writes the next free name i
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import mmap
 import os
 import re
 import stat
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from pathlib import Path
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from pathlib import Path
+import orjson
 
 LOG_SUFFIX: Final = ".jsonl"
 LOCK_SUFFIX: Final = ".lock"
@@ -82,8 +85,6 @@ def log_path(directory: Path, name: str, rank: int | None = None) -> Path:
 
 def lock_path(log: str | os.PathLike[str]) -> Path:
     """Return the lock file a live writer of *log* holds: `<log>.lock`."""
-    from pathlib import Path
-
     log = Path(log)
     return log.with_name(log.name + LOCK_SUFFIX)
 
@@ -128,10 +129,6 @@ def last_attempt(
     (None, None) for a missing, empty or unreadable log; (start, None) while the last attempt
     runs, or when it died. Maps the file: only the two lines are parsed.
     """
-    import mmap  # imported when a run opens, not with runlines
-
-    import orjson
-
     try:
         with open_regular(path) as file:
             if os.fstat(file.fileno()).st_size == 0:
@@ -226,8 +223,6 @@ def open_regular(path: str | os.PathLike[str]) -> Any:
     Raises:
         OSError: as `open` does; `OSError(EINVAL)` naming the kind for a FIFO, socket or device.
     """
-    import errno
-
     # O_NONBLOCK: opening a FIFO with no writer would block; a regular file ignores the flag
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
@@ -264,8 +259,6 @@ def hash_path(path: Path) -> tuple[int, str, list[str]]:
     per regular file in sorted order (see docs/artifacts.md); FIFOs, sockets and devices in it
     are left out, and named in the third item.
     """
-    import hashlib
-
     if not path.is_dir():
         digest = hashlib.sha256()
         return hash_file(path, digest), digest.hexdigest(), []
@@ -285,8 +278,6 @@ def hash_path(path: Path) -> tuple[int, str, list[str]]:
 def _walk_files(folder: Path) -> list[tuple[str, Path]]:
     # Symlinks to files are followed (a Hugging Face snapshot is made of them); symlinked
     # folders are not, so a link cycle cannot loop.
-    from pathlib import Path
-
     files = []
     for root, _dirs, names in os.walk(folder):
         for file_name in names:

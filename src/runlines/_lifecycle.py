@@ -1,7 +1,8 @@
 """Process-wide hooks a run needs: signals, interpreter exit, uncaught exceptions, fork.
 
 Open runs register here; the hooks are installed while at least one run is open and restored
-exactly as they were when the last one closes.
+exactly as they were when the last one closes. `end_status` says how a run's block, or the
+process, ended: run_end's status.
 
 A SystemExit that ends the process reaches neither the exception hook nor atexit, which runs
 after the interpreter dropped it. So `sys.exit` is wrapped while a run is open: the wrapper
@@ -14,17 +15,19 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
+import traceback
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from types import FrameType, TracebackType
 
-__all__ = ["Closable", "open_runs", "register", "unregister"]
+__all__ = ["Closable", "end_status", "open_runs", "register", "signal_name", "unregister"]
 
-# SIGTERM is how schedulers end a job; SIGUSR1/2 are how they warn of preemption. By name: the
-# signal module (~1 ms to import, it builds enums) is imported when the first run registers.
+# SIGTERM is how schedulers end a job; SIGUSR1/2 are how they warn of preemption. By name:
+# SIGUSR1/2 do not exist on Windows.
 _ENDING = ("SIGTERM",)
 _NOTICES = ("SIGUSR1", "SIGUSR2")
 
@@ -94,6 +97,11 @@ def open_runs() -> list[Closable]:
     return list(_runs)
 
 
+def signal_name(signum: int) -> str:
+    """Return the name of signal *signum*, as a `signal` record and run_end write it."""
+    return signal.Signals(signum).name
+
+
 def _install() -> None:
     global _previous_excepthook, _previous_exit, _exit_raised
     _previous_excepthook = sys.excepthook
@@ -102,8 +110,6 @@ def _install() -> None:
     sys.exit = _exit
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers can only be set from the main thread
-    import signal  # see _ENDING
-
     for name in (*_ENDING, *_NOTICES):
         signum = getattr(signal, name, None)
         if signum is None:
@@ -128,8 +134,6 @@ def _restore() -> None:
         sys.exit = _previous_exit
     _previous_exit, _exit_raised = None, None  # with the frame it held
     if threading.current_thread() is threading.main_thread() and _previous:
-        import signal  # loaded by _install, which filled _previous
-
         for signum, previous in _previous.items():
             if signal.getsignal(signum) is _handler:
                 signal.signal(signum, previous)
@@ -145,8 +149,6 @@ def _handler(signum: int, frame: FrameType | None) -> None:
     signal lands while the run closes.
     """
     global _pending_signal
-    import signal  # loaded by _install, which set this handler
-
     ending = signal.Signals(signum).name in _ENDING
     previous = _previous.get(signum, signal.SIG_DFL)
     ends_process = ending and not callable(previous)  # else the job's handler decides
@@ -165,8 +167,6 @@ def _handler(signum: int, frame: FrameType | None) -> None:
 
 def _die(signum: int) -> None:
     """End the process as it would have ended without runlines: by the signal itself."""
-    import signal  # loaded by _install, which set the handler that calls this
-
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
@@ -177,6 +177,50 @@ def _deliver(signum: int) -> None:
         _die(signum)
     else:
         os.kill(os.getpid(), signum)  # _handler runs in the main thread and finds nothing left
+
+
+def end_status(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
+    """Return the run_end status and details for how the with-block (or the process) ended."""
+    if exc is None:
+        return "ok", {}
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted", {}
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        if code is None or code == 0:
+            return "ok", {"exit_code": 0}
+        exit_code = code if isinstance(code, int) else 1  # sys.exit("message") exits with 1
+        return "failed", {
+            "exit_code": exit_code,
+            "exc_type": "SystemExit",
+            "exc_message": _message_of(exc),
+        }
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    except Exception as err:  # the job's exception must reach the job unchanged
+        text = f"(the traceback could not be formatted: {type(err).__name__})"
+    return (
+        "failed",
+        {
+            "exc_type": type(exc).__name__,
+            "exc_message": _message_of(exc),
+            "traceback": text[-20_000:],
+        },
+    )
+
+
+def _message_of(exc: BaseException) -> str:
+    """Return str(exc), or say why there is none: an exception's __str__ may raise too."""
+    try:
+        return str(exc)
+    except Exception as err:  # an error here is the job's, not ours to raise
+        try:
+            args = repr(exc.args)
+        except Exception:
+            args = "?"
+        return (
+            f"<str() of the {type(exc).__name__} raised {type(err).__name__}; args: {args:.1000}>"
+        )
 
 
 def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
@@ -240,8 +284,6 @@ def _restore_signals() -> None:
     """
     if not _previous:
         return
-    import signal  # loaded by _install, which filled _previous
-
     for signum, previous in _previous.items():
         try:
             if signal.getsignal(signum) is _handler:

@@ -3,7 +3,8 @@
 `open_log` refuses a log that an open Run of this process writes, checks `resume=`, takes the
 run lock (with `resume="auto"`, first the name: a rerun of a name that ended ok writes the next
 free one, see docs/run.md), and opens the log. The `LogFile` it returns holds the lock until
-`release`. The file names are `_layout`'s; the log's last attempt is read through it too.
+`release`. The file names are `_layout`'s; the log's last attempt is read through it too, and
+`config_change` says how a launch that continues the run changed its config.
 
 Imported when the first run opens (see `run._load`): filelock and orjson come with it.
 """
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import filelock
 import orjson
 
-from runlines import _layout, _lifecycle
+from runlines import _encoding, _layout, _lifecycle
 from runlines._warnings import say
 from runlines.errors import RunLockedError
 from runlines.sinks import FileSink
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from runlines._context import Distributed
+    from runlines.redaction import Redactor
 
-__all__ = ["LogFile", "open_log"]
+__all__ = ["LogFile", "config_change", "open_log"]
 
 _LOCK_WAIT_S: Final = 0.5  # rides over a reader's momentary probe of the lock
 _NAME_WAIT_S: Final = 30.0  # another launch holds the name lock only while it chooses
@@ -348,3 +350,51 @@ def _is_held(path: Path) -> bool:
         return False
     probe.release()
     return False
+
+
+_CHANGE_CHARS: Final = 160  # the stderr line names this much of the config's change
+
+
+def config_change(
+    previous: dict[str, Any] | None,
+    given: object,
+    config: dict[str, Any] | None,
+    redactor: Redactor | None,
+) -> str:
+    """Return how this attempt's config differs from the previous attempt's, for the stderr
+    line: "; config: lr 0.001 -> 0.01, +warmup, -dropout", shortened."""
+    if given is None:
+        return "; no config= given, the run's config is kept" if config else ""
+    before = _encoding.restore_nonfinite(dict(previous)).get("config") if previous else None
+    old = _layout.flatten(before if isinstance(before, dict) else {})
+    try:  # compared as the log holds them: JSON values, secrets redacted
+        line = _encoding.encode_line_safe({"config": config or {}}, None)
+        after = _encoding.restore_nonfinite(orjson.loads(line))["config"]
+        new = _layout.flatten(after if redactor is None else redactor.redact(after))  # type: ignore[arg-type]
+    except (TypeError, ValueError, KeyError):
+        return ""
+    parts = [f"+{key}" for key in new if key not in old]
+    parts += [f"-{key}" for key in old if key not in new]
+    parts += [
+        f"{key} {_short(old[key])} -> {_short(new[key])}"
+        for key in new
+        if key in old and not _same(old[key], new[key])
+    ]
+    if not parts:
+        return "; config unchanged"
+    text = ", ".join(parts)
+    if len(text) > _CHANGE_CHARS:
+        shown = text[:_CHANGE_CHARS].rsplit(", ", 1)[0]
+        text = f"{shown}, ... ({len(parts) - shown.count(', ') - 1} more)"
+    return f"; config: {text}"
+
+
+def _same(old: object, new: object) -> bool:
+    if isinstance(old, float) and isinstance(new, float) and old != old and new != new:
+        return True  # NaN both times
+    return type(old) is type(new) and old == new
+
+
+def _short(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= 24 else text[:21] + "..."

@@ -728,22 +728,31 @@ def save_table(
     caller = "run.table()"
     check_media_name(name, caller)
     number = _step(step, caller)
-    table = _arrow_table(data, caller)
-    import pyarrow.parquet as pq
-
+    pa = _pyarrow(caller)
+    table = _arrow_table(pa, data, caller)
     _, fields = target_fields = _save(
-        log_dir, artifacts_dir, name, number, "parquet", lambda out: pq.write_table(table, out)
+        log_dir,
+        artifacts_dir,
+        name,
+        number,
+        "parquet",
+        lambda out: pa.parquet.write_table(table, out),
     )
     fields.update(format="parquet", columns=list(table.column_names), rows=table.num_rows)
     return target_fields
 
 
-def _arrow_table(data: object, caller: str) -> Any:
+def _pyarrow(caller: str) -> Any:
+    """Return pyarrow with its Parquet writer: the door to the optional pyarrow."""
     try:
-        import pyarrow as pa
+        import pyarrow.parquet
     except ImportError as err:
         msg = f"{caller} needs pyarrow to write Parquet: pip install 'runlines[pandas]'"
         raise ImportError(msg) from err
+    return pyarrow
+
+
+def _arrow_table(pa: Any, data: object, caller: str) -> Any:
     pandas = sys.modules.get("pandas")
     try:
         if pandas is not None and isinstance(data, pandas.DataFrame):

@@ -17,8 +17,15 @@ import time
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
+import orjson
+
 from runlines._layout import notes_path
 from runlines.errors import FieldError, ReadError
+
+try:
+    import fcntl
+except ImportError:  # Windows: see _lock
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["NOTE", "TAG", "UNTAG", "Notes", "note", "read_notes", "tag", "untag"]
 
@@ -98,8 +105,6 @@ def read_notes(log: str | os.PathLike[str]) -> Notes:
 
 
 def _parse(data: bytes) -> Notes:
-    import orjson
-
     tags: dict[str, None] = {}
     notes: list[dict[str, Any]] = []
     for line in data.split(b"\n"):
@@ -142,8 +147,6 @@ def _checked_tags(tags: tuple[str, ...]) -> list[str]:
 
 def _append(log: str | os.PathLike[str], fields: dict[str, Any]) -> None:
     """Append one record to the notes file of *log* in one O_APPEND write."""
-    import orjson
-
     log = Path(log)
     if not log.is_file():
         msg = f"no such log: {log}; pass the .jsonl log of the run to tag or note"
@@ -184,9 +187,7 @@ def _lock(fd: int) -> None:
     """Hold an exclusive flock on *fd* until it is closed; where there is none, the one
     O_APPEND write still keeps records whole.
     """
-    try:
-        import fcntl
-    except ImportError:  # Windows
+    if fcntl is None:  # Windows
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

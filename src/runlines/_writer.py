@@ -680,9 +680,9 @@ def load() -> None:
         return  # an earlier run bound them
     import orjson
 
-    from runlines import _encoding
-    from runlines import fields as _fields
+    from runlines import _encoding, fields
 
+    _fields = fields
     _JSONEncodeError, _OPTIONS = orjson.JSONEncodeError, _encoding.ORJSON_OPTIONS
     _encode_default, _encode_line_safe = _encoding.encode_default, _encoding.encode_line_safe
     _check_inline = _encoding.check_inline

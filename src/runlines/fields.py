@@ -436,7 +436,7 @@ class Vocabulary:
 
 
 def _toml_loads(text: str) -> dict[str, Any]:
-    import tomllib  # only when a vocabulary file is read: `import runlines` stays light
+    import tomllib  # only when a vocabulary file is read: a run that has none does not pay
 
     return tomllib.loads(text)
 

@@ -5,8 +5,10 @@ Fields, config, argv and error text all pass through here; nothing is read or wr
 
 from __future__ import annotations
 
+import binascii
 import functools
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -315,11 +317,8 @@ def _is_random(text: str, *, needs_digit: bool) -> bool:
 
 def _is_basic_credential(token: str) -> bool:
     """Return True when *token* is base64 of printable ``user:password`` text."""
-    import base64  # rarely needed: imported by the first "Basic ..." text, not with runlines
-    import binascii
-
-    try:
-        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    try:  # what base64.b64decode(token, validate=True) calls, without importing base64
+        decoded = binascii.a2b_base64(token, strict_mode=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return False
     return ":" in decoded and decoded.isprintable()
@@ -614,9 +613,8 @@ class _Walk:
             if all(new is old for new, old in zip(items, value, strict=True)):
                 return value
             return _rebuild(value, items)
-        import dataclasses  # loaded already: _is_container found a dataclass
-
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        dataclasses = _dataclasses_for(value)
+        if dataclasses is not None:
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
             redacted = self._mapping(fields, depth)
             return value if redacted is fields else redacted
@@ -635,11 +633,21 @@ class _Walk:
 
 
 def _is_container(value: object) -> bool:
-    import dataclasses  # ~8 ms to import: not with runlines (a run has loaded it by now)
-
     return isinstance(value, (Mapping, list, tuple, set, frozenset)) or (
-        dataclasses.is_dataclass(value) and not isinstance(value, type)
+        _dataclasses_for(value) is not None
     )
+
+
+def _dataclasses_for(value: object) -> Any:
+    """Return the dataclasses module when *value* is a dataclass instance, else None.
+
+    The module (~8 ms to import) is looked up, not imported: no dataclass exists before it is
+    loaded.
+    """
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses
+    return None
 
 
 def _rebuild(original: object, items: list[object]) -> object:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MethodType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, SupportsIndex
 
-from runlines import _compact, _context, _layout, _lifecycle, _warnings, _writer
+from runlines import _compact, _warnings, _writer
 from runlines import sinks as _sinks
 from runlines._warnings import say, warn_user
 from runlines.errors import FieldError, RunStateError
@@ -23,10 +23,20 @@ from runlines.spans import Span, SpanStats, Tracer
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from runlines import _logfile, _watching
+    from runlines import (
+        _capture,
+        _console,
+        _context,
+        _encoding,
+        _layout,
+        _lifecycle,
+        _logfile,
+        _notes,
+        _watching,
+        artifacts,
+    )
     from runlines import fields as _fields
     from runlines._capture import CaptureSettings
-    from runlines._console import ConsoleOptions
     from runlines.fields import Vocabulary
 
 __all__ = ["Run"]
@@ -37,7 +47,6 @@ _DYING_WAIT_S: Final = 5.0  # a write refused while a signal ends the process wa
 # the end goes on without it.
 _STUCK_S: Final = 1.0
 _monotonic = time.monotonic
-_CLOSE_STATUSES: Final = ("ok", _layout.PRUNED)
 
 
 class _State(enum.Enum):
@@ -79,13 +88,11 @@ class Run:
         compact: bool | None = None,
         sinks: Iterable[Sink] = (),
     ) -> None:
-        from pathlib import Path  # ~4 ms to import (urllib.parse, fnmatch): when a run opens
-
         _load()
         self.name = _context.check_run_name(_without_log_suffix(name))
         self.id = _context.new_run_id()
         self._dist = _context.distributed_from_env()
-        self.directory = Path(directory)
+        self.directory = _context.run_folder(directory)
         self.path = _context.log_path(self.directory, self.name, self._dist)
         self._rank = None if self._dist is None else self._dist.rank
         self._pid = os.getpid()
@@ -108,21 +115,18 @@ class Run:
         self._compact = _compact.check_compact(compact)  # a Parquet copy at close, see _compact
         self._redactor = _redactor(redact)
         self._span_stats = SpanStats()
-        config_dict = _config_dict(config)
+        config_dict = _encoding.read_config(config)
         _check_resume_step(resume_step)
         _check_console(console)
-        from runlines._console import ConsoleOptions
-
         system_s = _watching.check_system(system)  # watching a live run: docs/watching.md
         stall_after_s = _watching.check_stall_after(stall_after)
         alarm_mode = _watching.check_on_nonfinite(on_nonfinite)
-        console_options = ConsoleOptions.of(console_every, console_events)
+        console_options = _console.ConsoleOptions.of(console_every, console_events)
         _check_console_capture(console_capture)
         added = tuple(map(_sinks._guard, (*sinks, *_sinks._added_sinks())))
         self._watching: _watching.Watching | None = None
-        from runlines._capture import Capture, parse_capture  # with logging: when a run opens
-
-        self._capture = Capture(parse_capture(capture, level=capture_level), self._write_captured)
+        settings = _capture.parse_capture(capture, level=capture_level)
+        self._capture = _capture.Capture(settings, self._write_captured)
         # -- open the log file, under its lock: resume="auto" may choose another name
         asked = self.name
         self._log = _logfile.open_log(
@@ -156,7 +160,7 @@ class Run:
         self._capture.install()
         self._tee = None  # descriptors 1 and 2 copied to <name>.console.log (docs/console.md)
         if console_capture:
-            from runlines import _tee
+            from runlines import _tee  # with ctypes and termios: only a run that asks for it
 
             self._tee = _tee.start_capture(_layout.console_path(self.path))
         # its pretty console shows runlines' own warnings as lines: Python's warnings do not
@@ -177,7 +181,7 @@ class Run:
         self,
         stdout: bool,
         console: str,
-        console_options: ConsoleOptions,
+        console_options: _console.ConsoleOptions,
         added: tuple[_sinks._Guarded, ...],
         alarm: _watching.NonfiniteAlarm | None,
         *,
@@ -232,9 +236,10 @@ class Run:
             )
         elif self.attempt > 1 and resume in ("auto", "allow"):
             newest = "" if self.name == asked else f", the newest run launched as {asked!r},"
+            change = _logfile.config_change(previous, config, config_dict, self._redactor)
             say(
                 f"continuing run {self.name!r}{newest} in {str(self.directory)!r} as attempt "
-                f"{self.attempt}{_config_change(previous, config, config_dict, self._redactor)} "
+                f"{self.attempt}{change} "
                 "(Run(..., resume='never') refuses an existing log)"
             )
 
@@ -252,8 +257,9 @@ class Run:
         `pruned`: a sweep stopped the run early, as it should (Optuna's pruners, Ray Tune's
         schedulers); every view shows it as its own status.
         """
-        if status not in _CLOSE_STATUSES:
-            msg = f"close(status={status!r}) is not a status; pass one of {_CLOSE_STATUSES}"
+        statuses = ("ok", _layout.PRUNED)
+        if status not in statuses:
+            msg = f"close(status={status!r}) is not a status; pass one of {statuses}"
             raise ValueError(msg)
         self._end(status, {})
 
@@ -306,9 +312,7 @@ class Run:
             raise self._refused()
         for key in fields:
             _writer.check_field_name(key)
-        from runlines.artifacts import save_artifact  # hashlib and friends: on first use
-
-        target, record = save_artifact(
+        target, record = artifacts.save_artifact(
             self.directory, self.artifacts_dir, name, obj, path=path, step=step
         )
         clash = sorted(set(fields) & set(record))
@@ -322,14 +326,10 @@ class Run:
 
     def tag(self, *tags: str) -> None:
         """Tag this run, in `<name>.notes.jsonl` next to its log (`runlines tag`), not the log."""
-        from runlines import _notes
-
         _notes.tag(self.path, *tags)
 
     def note(self, text: str) -> None:
         """Add a note to this run, in `<name>.notes.jsonl` next to its log (`runlines note`)."""
-        from runlines import _notes
-
         _notes.note(self.path, text)
 
     # -- media (docs/media.md): each call encodes in this thread, writes its side file under
@@ -445,7 +445,7 @@ class Run:
         """
         if self._state is not _State.OPEN:
             raise self._refused()
-        from runlines import _media as media
+        from runlines import _media as media  # the door to numpy, Pillow and pyarrow
 
         return media.refusing(self._media_refused, name, lambda: call(media), self._strict)
 
@@ -498,7 +498,7 @@ class Run:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._end(*_status_of(exc))
+        self._end(*_lifecycle.end_status(exc))
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}, path={str(self.path)!r}, state={self._state.value})"
@@ -763,12 +763,10 @@ class Run:
             if ends_process:  # its end is under way, and may be stuck in a write to stdout
                 _start_thread(self._end_if_stuck)
             return False  # the signal's action waits for the end
-        import signal  # loaded by _lifecycle, which calls this hook
-
-        name = signal.Signals(signum).name
+        name = _lifecycle.signal_name(signum)
         if ends_process:
             return self._end("terminated", {"signal": name})
-        if signum == signal.SIGTERM:
+        if name == "SIGTERM":
             # The job's own handler decides when it ends (checkpoint first, then exit): the run
             # stays open for that, and its run_end says it was terminated.
             self._terminated_by = name
@@ -790,7 +788,7 @@ class Run:
             self._end_past_stuck_write(*self._ending)
 
     def _on_exit(self, uncaught: BaseException | None) -> None:
-        if os.getpid() == self._pid and not self._end(*_status_of(uncaught)):
+        if os.getpid() == self._pid and not self._end(*_lifecycle.end_status(uncaught)):
             # A thread still holds a lock, or is ending the run: give it a moment, but never
             # keep the interpreter from exiting (a daemon thread may be stuck in a write).
             self._ended.wait(_DYING_WAIT_S)
@@ -809,52 +807,6 @@ class Run:
 def _start_thread(function: Callable[..., object], *args: Any, **kwargs: Any) -> None:
     """Run *function* in a new thread, taking none of threading's locks (signal-handler safe)."""
     _thread.start_new_thread(function, args, kwargs)
-
-
-def _status_of(exc: BaseException | None) -> tuple[str, dict[str, Any]]:
-    """Return the run_end status and details for how the with-block (or process) ended."""
-    if exc is None:
-        return "ok", {}
-    if isinstance(exc, KeyboardInterrupt):
-        return "interrupted", {}
-    if isinstance(exc, SystemExit):
-        code = exc.code
-        if code is None or code == 0:
-            return "ok", {"exit_code": 0}
-        exit_code = code if isinstance(code, int) else 1  # sys.exit("message") exits with 1
-        return "failed", {
-            "exit_code": exit_code,
-            "exc_type": "SystemExit",
-            "exc_message": _message_of(exc),
-        }
-    import traceback  # ~3 ms to import (linecache, tokenize): only a failed run needs it
-
-    try:
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    except Exception as err:  # the job's exception must reach the job unchanged
-        text = f"(the traceback could not be formatted: {type(err).__name__})"
-    return (
-        "failed",
-        {
-            "exc_type": type(exc).__name__,
-            "exc_message": _message_of(exc),
-            "traceback": text[-20_000:],
-        },
-    )
-
-
-def _message_of(exc: BaseException) -> str:
-    """Return str(exc), or say why there is none: an exception's __str__ may raise too."""
-    try:
-        return str(exc)
-    except Exception as err:  # an error here is the job's, not ours to raise
-        try:
-            args = repr(exc.args)
-        except Exception:
-            args = "?"
-        return (
-            f"<str() of the {type(exc).__name__} raised {type(err).__name__}; args: {args:.1000}>"
-        )
 
 
 def _without_log_suffix(name: Any) -> Any:
@@ -906,27 +858,6 @@ def _check_resume_step(resume_step: Any) -> None:
         raise FieldError(msg)
 
 
-def _config_dict(config: Any) -> dict[str, Any] | None:
-    """Return *config* as a dict: a mapping, a dataclass, or an argparse.Namespace."""
-    if config is None:
-        return None
-    if isinstance(config, Mapping):
-        from runlines._encoding import read_mapping
-
-        return read_mapping(config)  # an unresolvable ${...} entry is written, not raised
-    import dataclasses
-
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        return dataclasses.asdict(config)
-    if hasattr(config, "__dict__") and type(config).__name__ == "Namespace":
-        return dict(vars(config))
-    msg = (
-        f"config must be a mapping, a dataclass or an argparse.Namespace, got "
-        f"{type(config).__name__}; pass config=dict(...)"
-    )
-    raise TypeError(msg)
-
-
 def _redactor(redact: bool | Redactor) -> Redactor | None:
     if redact is True:
         return DEFAULT_REDACTOR
@@ -959,67 +890,32 @@ def _kept_config(config: dict[str, Any] | None, previous: dict[str, Any] | None)
     given (an attempt without config= keeps the run's config)."""
     if config is not None or previous is None:
         return config
-    from runlines._encoding import restore_nonfinite
-
-    kept = restore_nonfinite(dict(previous)).get("config")
+    kept = _encoding.restore_nonfinite(dict(previous)).get("config")
     return kept if isinstance(kept, dict) and kept else None
 
 
-_CHANGE_CHARS: Final = 160  # the stderr line names this much of the config's change
-
-
-def _config_change(
-    previous: dict[str, Any] | None,
-    given: object,
-    config: dict[str, Any] | None,
-    redactor: Redactor | None,
-) -> str:
-    """Return how this attempt's config differs from the previous attempt's, for the stderr
-    line: "; config: lr 0.001 -> 0.01, +warmup, -dropout", shortened."""
-    if given is None:
-        return "; no config= given, the run's config is kept" if config else ""
-    import orjson
-
-    from runlines._encoding import encode_line_safe, restore_nonfinite
-
-    before = restore_nonfinite(dict(previous)).get("config") if previous else None
-    old = _layout.flatten(before if isinstance(before, dict) else {})
-    try:  # compared as the log holds them: JSON values, secrets redacted
-        line = encode_line_safe({"config": config or {}}, None)
-        after = restore_nonfinite(orjson.loads(line))["config"]
-        new = _layout.flatten(after if redactor is None else redactor.redact(after))  # type: ignore[arg-type]
-    except (TypeError, ValueError, KeyError):
-        return ""
-    parts = [f"+{key}" for key in new if key not in old]
-    parts += [f"-{key}" for key in old if key not in new]
-    parts += [
-        f"{key} {_short(old[key])} -> {_short(new[key])}"
-        for key in new
-        if key in old and not _same(old[key], new[key])
-    ]
-    if not parts:
-        return "; config unchanged"
-    text = ", ".join(parts)
-    if len(text) > _CHANGE_CHARS:
-        shown = text[:_CHANGE_CHARS].rsplit(", ", 1)[0]
-        text = f"{shown}, ... ({len(parts) - shown.count(', ') - 1} more)"
-    return f"; config: {text}"
-
-
-def _same(old: object, new: object) -> bool:
-    if isinstance(old, float) and isinstance(new, float) and old != old and new != new:
-        return True  # NaN both times
-    return type(old) is type(new) and old == new
-
-
-def _short(value: object) -> str:
-    text = repr(value) if isinstance(value, str) else str(value)
-    return text if len(text) <= 24 else text[:21] + "..."
-
-
 def _load() -> None:
-    """Bind, once, the modules that only an open run uses (see _writer.load)."""
-    global _fields, _logfile, _watching
+    """Bind the modules that only an open run uses, when a Run opens (see _writer.load).
+
+    The one door of the write side: opening, writing and closing a run need what these modules
+    import at their top (orjson, filelock, signal, subprocess, ...), which `import runlines`
+    must not pay for (tests/test_import.py).
+    """
+    global _capture, _console, _context, _encoding, _fields, _layout, _lifecycle, _logfile
+    global _notes, _watching, artifacts
     _writer.load()
-    from runlines import _logfile, _watching
-    from runlines import fields as _fields
+    from runlines import (
+        _capture,
+        _console,
+        _context,
+        _encoding,
+        _layout,
+        _lifecycle,
+        _logfile,
+        _notes,
+        _watching,
+        artifacts,
+        fields,
+    )
+
+    _fields = fields  # in this module, `fields` names a record's fields

@@ -21,6 +21,7 @@ from runlines import _layout
 from runlines import fields as _f
 from runlines._encoding import NONFINITE_KEY
 from runlines.errors import NonfiniteWarning
+from runlines.sinks import warn_stderr
 
 __all__ = [
     "ON_NONFINITE_CHOICES",
@@ -175,8 +176,6 @@ class NonfiniteAlarm:
         try:  # a close must finish: a filter that turns warnings into errors is no reason
             warnings.warn(msg, NonfiniteWarning, stacklevel=stacklevel)
         except Exception:
-            from runlines.sinks import warn_stderr
-
             warn_stderr(msg)
 
 

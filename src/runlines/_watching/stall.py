@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -82,8 +83,6 @@ def dump_stacks(path: Path, redact: Callable[[str], str] | None = None) -> int:
     *redact* (the run's `Redactor.redact_text`) hides secrets in the text first: source lines
     and thread names may hold a token, as `run_end`'s traceback may.
     """
-    import traceback  # only when a stall is seen
-
     frames = sys._current_frames()
     names = {thread.ident: thread for thread in threading.enumerate()}
     parts = []

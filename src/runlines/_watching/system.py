@@ -8,9 +8,12 @@ beyond torch's own allocator peak. See docs/watching.md.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Final
@@ -66,8 +69,6 @@ class _Nvml:
 
 def _init_nvml() -> Any:
     try:
-        import importlib
-
         nvml = importlib.import_module(_NVML_MODULE)
         nvml.nvmlInit()
     except Exception:  # no library, no driver, no GPU: fewer fields
@@ -86,9 +87,6 @@ def load_nvml() -> Any:
 def start_nvml(wait_s: float) -> Callable[[], Any]:
     """Start NVML on a thread (it can take a while on a host with many GPUs); return a call
     that waits for it until *wait_s* seconds from now, then returns the module or None."""
-    import importlib.util
-    import time
-
     if not _NVML.tried and importlib.util.find_spec(_NVML_MODULE) is None:
         return lambda: None  # no nvidia-ml-py: no thread either
     deadline = time.monotonic() + wait_s

@@ -20,6 +20,7 @@ from runlines import _layout
 from runlines import fields as _f
 from runlines._watching import system
 from runlines._watching.stall import StallWatch, dump_stacks
+from runlines.sinks import warn_stderr
 
 __all__ = ["Job", "Watcher", "Watching", "watcher"]
 
@@ -114,8 +115,6 @@ def _call(job: Job, now: float) -> float | None:
     try:
         return job.task(now)
     except Exception as err:  # the thread must live on for other runs
-        from runlines.sinks import warn_stderr
-
         warn_stderr(f"a background job stopped ({type(err).__name__}: {err})")
         return None
 
