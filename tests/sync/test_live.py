@@ -28,6 +28,7 @@ from freezegun import freeze_time
 import runlines
 from _logs import T0, line, write
 from runlines import _sync
+from runlines._layout import lock_held
 from runlines._sync import ends, live
 from runlines.cli import _sync as command
 from runlines.cli import main
@@ -199,7 +200,7 @@ def test_a_watched_idle_run_is_marked_again_each_pass_and_nothing_is_printed(
 
 def _probe_then(monkeypatch: pytest.MonkeyPatch, around: Callable[[Path, bool], None]) -> None:
     """Have sync's probe of a source lock call *around*(log, held) right after it looks."""
-    real = ends.lock_held
+    real = lock_held
 
     def probe(log: Any) -> bool:
         held = real(log)
@@ -217,7 +218,7 @@ def test_a_run_that_ends_before_the_pass_looks_at_its_lock_has_its_run_end_in_th
     run = runlines.Run("a", run_dir, stdout=False)
     run.log("train_step", step=0, loss=2.0)
     _sync.sync([run_dir], dest)
-    real = ends.lock_held
+    real = lock_held
 
     def probe(log: Any) -> bool:
         run.close()  # between the listing and the look at the lock

@@ -31,16 +31,18 @@ def test_fifty_passes_while_the_job_writes_are_prefixes_then_equal(
     source, dest = tmp_path / "runs", f"s3://{name}/team/runs"
     writer = Writer(source, "job")
     seen: dict[str, bytes] = {}
+
+    def check() -> None:
+        check_prefixes(folder_files(source), store_files(fs, f"{name}/team/runs", seen))
+        _check_marked(fs, f"{name}/team/runs", ["job.jsonl"])
+
     try:
         race(
             writer,
             50,
             seed=2,
             one_pass=lambda: _check_sync(source, dest),
-            check=lambda: (
-                check_prefixes(folder_files(source), store_files(fs, f"{name}/team/runs", seen)),
-                _check_marked(fs, f"{name}/team/runs", ["job.jsonl"]),
-            ),
+            check=check,
         )
     finally:
         writer.kill()
