@@ -67,18 +67,23 @@ _KILLED_CHILD: Final = textwrap.dedent(
 )
 
 
+def _child(script: str, folder: Path) -> subprocess.Popen[bytes]:
+    """Start *script* in its own interpreter on *folder* (this runlines, time T0), piped."""
+    env = {**os.environ, "PYTHONPATH": str(Path(runlines.__file__).parents[1])}
+    return subprocess.Popen(
+        [sys.executable, "-c", script, str(folder), str(T0)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+    )
+
+
 def _killed(folder: Path) -> None:
     """`job`: attempt 1 killed at step 5, attempt 2 resumed from step 3 95 s later; `dead`:
     killed at step 5, never resumed. Attempt 1's records past step 3 hold the best loss and
     accuracy, which the resume supersedes.
     """
-    env = {**os.environ, "PYTHONPATH": str(Path(runlines.__file__).parents[1])}
-    child = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_CHILD, str(folder), str(T0)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
+    child = _child(_KILLED_CHILD, folder)
     assert child.stdout is not None
     try:
         assert child.stdout.readline() == b"ready\n"
@@ -234,13 +239,7 @@ def _synced(folder: Path) -> None:
         for step in range(1, 4):
             clock.tick(1)
             live.log("train_step", step=step, loss=6 / step)
-    env = {**os.environ, "PYTHONPATH": str(Path(runlines.__file__).parents[1])}
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CRASHED_CHILD, str(source), str(T0)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env,
-    )
+    child = _child(_CRASHED_CHILD, source)
     assert child.stdout is not None
     logs = [source / f"{name}.jsonl" for name in ("live", "crashed", "done")]
     try:
