@@ -16,12 +16,17 @@ def _imports(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("runlines"):
-            found.add(node.module)
-            if node.module == "runlines":
-                found.update(f"runlines.{alias.name}" for alias in node.names)
+            for alias in node.names:  # `from package import module` imports that module
+                whole = f"{node.module}.{alias.name}"
+                found.add(whole if _is_module(whole) else node.module)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("runlines"))
     return found
+
+
+def _is_module(name: str) -> bool:
+    path = SRC.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def _module(path: Path) -> str:
