@@ -95,6 +95,7 @@ def test_sigkill_mid_pass_then_a_rerun_converges(
             assert source[rel].startswith(data), rel
 
     assert kills >= 4
+    whole = holdings() == source  # the last kill may land once that pass had sent everything
     rerun = subprocess.run(
         [sys.executable, "-m", "runlines", "sync", str(run_dir), dest],
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
@@ -102,7 +103,7 @@ def test_sigkill_mid_pass_then_a_rerun_converges(
         capture_output=True,
         text=True,
     )
-    assert rerun.stdout.startswith("sent ")
+    assert rerun.stdout.startswith("nothing new" if whole else "sent "), rerun.stdout
     check_equal(source, holdings())
 
 
