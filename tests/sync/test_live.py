@@ -259,7 +259,7 @@ def test_passes_racing_the_run_end_never_read_died_and_leave_no_marker(
     marker = dest / "job.jsonl.live"
     torn: list[bytes] = []
     reads = 0
-    done = threading.Event()
+    done, first_read = threading.Event(), threading.Event()
 
     def read_markers() -> None:
         nonlocal reads
@@ -267,6 +267,7 @@ def test_passes_racing_the_run_end_never_read_died_and_leave_no_marker(
             with contextlib.suppress(FileNotFoundError):
                 data = marker.read_bytes()
                 reads += 1
+                first_read.set()
                 try:
                     json.loads(data)
                 except ValueError:
@@ -279,6 +280,7 @@ def test_passes_racing_the_run_end_never_read_died_and_leave_no_marker(
         writer.wait()
         _sync.sync([source], dest)
         reader.start()
+        assert first_read.wait(timeout=60)  # the reader is at it before the passes race the end
         writer.start(random.Random(seed).randint(1, 200))  # logged while the passes run
         writer.finish()
         statuses = set()
