@@ -67,26 +67,21 @@ _KILLED_CHILD: Final = textwrap.dedent(
 )
 
 
-def _child(script: str, folder: Path) -> subprocess.Popen[bytes]:
-    """Start *script* in its own interpreter on *folder* (this runlines, time T0), piped."""
+@contextlib.contextmanager
+def _killed_child(script: str, folder: Path) -> Iterator[None]:
+    """Run *script* in its own interpreter on *folder* (this runlines, time T0); once it
+    says ready, run the with-block, then SIGKILL it."""
     env = {**os.environ, "PYTHONPATH": str(Path(runlines.__file__).parents[1])}
-    return subprocess.Popen(
+    child = subprocess.Popen(
         [sys.executable, "-c", script, str(folder), str(T0)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
     )
-
-
-def _killed(folder: Path) -> None:
-    """`job`: attempt 1 killed at step 5, attempt 2 resumed from step 3 95 s later; `dead`:
-    killed at step 5, never resumed. Attempt 1's records past step 3 hold the best loss and
-    accuracy, which the resume supersedes.
-    """
-    child = _child(_KILLED_CHILD, folder)
     assert child.stdout is not None
     try:
         assert child.stdout.readline() == b"ready\n"
+        yield
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait()
@@ -94,6 +89,15 @@ def _killed(folder: Path) -> None:
         if child.stdin is not None:
             child.stdin.close()
     assert child.returncode == -signal.SIGKILL
+
+
+def _killed(folder: Path) -> None:
+    """`job`: attempt 1 killed at step 5, attempt 2 resumed from step 3 95 s later; `dead`:
+    killed at step 5, never resumed. Attempt 1's records past step 3 hold the best loss and
+    accuracy, which the resume supersedes.
+    """
+    with _killed_child(_KILLED_CHILD, folder):
+        pass
     with _clock(T0 + 100) as clock, Run("job", folder, resume_step=3, **QUIET) as run:
         for step in range(4, 9):
             clock.tick(1)
@@ -239,19 +243,9 @@ def _synced(folder: Path) -> None:
         for step in range(1, 4):
             clock.tick(1)
             live.log("train_step", step=step, loss=6 / step)
-    child = _child(_CRASHED_CHILD, source)
-    assert child.stdout is not None
     logs = [source / f"{name}.jsonl" for name in ("live", "crashed", "done")]
-    try:
-        assert child.stdout.readline() == b"ready\n"
+    with _killed_child(_CRASHED_CHILD, source):
         _sync.sync(logs, folder, live_for_s=3600.0)  # on the real clock: fresh for an hour
-        child.send_signal(signal.SIGKILL)
-    finally:
-        child.wait()
-        child.stdout.close()
-        if child.stdin is not None:
-            child.stdin.close()
-    assert child.returncode == -signal.SIGKILL
     _sync.sync(logs, folder, live_for_s=3600.0)  # `crashed`'s lock is free: its marker goes
     with _clock(T0 + 20):
         live.close()  # at the source only
