@@ -25,6 +25,7 @@ from runlines._warnings import warn_user
 from runlines.errors import FieldError, RunlinesWarning
 
 __all__ = [
+    "ENCODE_ERROR",
     "MAX_INLINE_CHARS",
     "MAX_INLINE_ITEMS",
     "NONFINITE_KEY",
@@ -32,6 +33,7 @@ __all__ = [
     "Redact",
     "check_inline",
     "console_line",
+    "dumps",
     "encode_default",
     "encode_line",
     "encode_line_safe",
@@ -56,6 +58,9 @@ _MAX_DEPTH: Final = 120  # well inside orjson's and Python's recursion limits; d
 _MAX_NUMBER: Final = int(sys.float_info.max)
 #: orjson options of every line: the newline is appended in the same call.
 ORJSON_OPTIONS: Final = orjson.OPT_APPEND_NEWLINE
+#: The encoder of every line, and what it raises: the writer binds them at a run's open.
+dumps: Final = orjson.dumps
+ENCODE_ERROR: Final = orjson.JSONEncodeError
 _warned_types: set[type] = set()
 
 

@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
 from runlines import _native
@@ -672,18 +673,15 @@ def check_field_name(key: str) -> None:
         raise FieldError(msg)
 
 
-def load() -> None:
-    """Bind, once, the modules and names that only an open run uses (see _dumps)."""
+def load(encoding: ModuleType, fields: ModuleType) -> None:
+    """Bind, once, the names that only an open run uses (see _dumps), from the modules
+    `_encoding` and `fields` that run.py's door (`run._load`) imported."""
     global _fields, _dumps, _OPTIONS, _JSONEncodeError
     global _check_inline, _encode_default, _encode_line_safe
     if "_dumps" in globals():
         return  # an earlier run bound them
-    import orjson
-
-    from runlines import _encoding, fields
-
     _fields = fields
-    _JSONEncodeError, _OPTIONS = orjson.JSONEncodeError, _encoding.ORJSON_OPTIONS
-    _encode_default, _encode_line_safe = _encoding.encode_default, _encoding.encode_line_safe
-    _check_inline = _encoding.check_inline
-    _dumps = orjson.dumps  # last: a run opening in another thread now finds all of them
+    _JSONEncodeError, _OPTIONS = encoding.ENCODE_ERROR, encoding.ORJSON_OPTIONS
+    _encode_default, _encode_line_safe = encoding.encode_default, encoding.encode_line_safe
+    _check_inline = encoding.check_inline
+    _dumps = encoding.dumps  # last: a run opening in another thread now finds all of them

@@ -6,6 +6,7 @@ Knows the run's directory, not sinks: returns the fields of the record that poin
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import operator
 import os
 import secrets
@@ -233,9 +234,11 @@ def _tensor_plan(name: str, tensor: Any) -> _Plan:
 
 def _frame_plan(frame: Any) -> _Plan:
     meta: dict[str, object] = {"shape": list(frame.shape)}
-    try:
-        import pyarrow  # noqa: F401 -- only to learn whether Parquet can be written
-    except ImportError:
+    try:  # is pyarrow there to write Parquet? Asked without importing it
+        parquet = importlib.util.find_spec("pyarrow") is not None
+    except (ImportError, ValueError):  # a module in sys.modules without a spec
+        parquet = False
+    if not parquet:
         return _Plan("csv", "csv", lambda out: frame.to_csv(out, mode="wb"), meta)
     return _Plan("parquet", "parquet", lambda out: frame.to_parquet(out), meta)
 

@@ -903,7 +903,6 @@ def _load() -> None:
     """
     global _capture, _console, _context, _encoding, _fields, _layout, _lifecycle, _logfile
     global _notes, _watching, artifacts
-    _writer.load()
     from runlines import (
         _capture,
         _console,
@@ -919,3 +918,4 @@ def _load() -> None:
     )
 
     _fields = fields  # in this module, `fields` names a record's fields
+    _writer.load(_encoding, fields)

@@ -10,10 +10,12 @@ report's writer are imported on first use.
 
 from __future__ import annotations
 
+import importlib
 import os
 import typing
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 if typing.TYPE_CHECKING:
     from runlines.dashboard._server import Server
@@ -41,9 +43,9 @@ def serve(
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= _MAX_PORT:
         msg = f"serve(port={port!r}) expected a port number {_PORTS}"
         raise ValueError(msg)
-    from runlines.dashboard._server import serve_until_interrupted
-
-    serve_until_interrupted(*sources, host=host, port=port, open_browser=open_browser)
+    _part("_server").serve_until_interrupted(
+        *sources, host=host, port=port, open_browser=open_browser
+    )
 
 
 def report(
@@ -66,15 +68,20 @@ def report(
         ReadError: a source that does not exist, or a folder without logs.
         FieldError: *metric* is not a numeric field of any record.
     """
-    from runlines.dashboard._report import report as write_report
+    written = _part("_report").report(
+        *sources, path=path, event=event, metric=metric, x=x, group_by=group_by
+    )
+    return Path(written)
 
-    return write_report(*sources, path=path, event=event, metric=metric, x=x, group_by=group_by)
+
+def _part(name: str) -> ModuleType:
+    """Return the module *name* of this package (the HTTP server, the report's writer),
+    imported on first use: `import runlines` loads neither."""
+    return importlib.import_module(f"{__name__}.{name}")
 
 
 def __getattr__(name: str) -> typing.Any:
     if name == "Server":
-        from runlines.dashboard._server import Server
-
-        return Server
+        return _part("_server").Server
     msg = f"module 'runlines.dashboard' has no attribute {name!r}"
     raise AttributeError(msg)

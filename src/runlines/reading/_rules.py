@@ -10,6 +10,7 @@ keeps them all; runs()' bests (`_summary`) count exactly the records kept.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeGuard
@@ -60,7 +61,7 @@ def check_errors(errors: str) -> None:
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ` (did you mean 'x'?)` for the choice closest to *name*, or ''."""
-    import difflib  # only an error message needs it
+    import difflib  # only an error message needs it: a load does without (tests/test_import)
 
     close = difflib.get_close_matches(name, list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -180,32 +181,39 @@ def json_ready(value: Any) -> Any:
     return value
 
 
+def _require(caller: str, names: tuple[str, ...], what: str, extra: str) -> str:
+    """Return the install line's message; raise it as an ImportError when any of the packages
+    *names* is not installed (found without importing it: a check costs no import)."""
+    msg = f"{caller} needs {what}: pip install '{extra}'"
+    try:
+        missing = any(importlib.util.find_spec(name) is None for name in names)
+    except (ImportError, ValueError):  # a module in sys.modules without a spec
+        missing = True
+    if missing:
+        raise ImportError(msg)
+    return msg
+
+
 def import_pandas(caller: str) -> Any:
     """Return pandas, or raise ImportError with the install line when pandas or pyarrow lack."""
+    msg = _require(caller, ("numpy", "pandas", "pyarrow"), "pandas and pyarrow", "runlines[pandas]")
     try:
-        import numpy  # noqa: F401
-        import pandas as pd
-        import pyarrow  # noqa: F401 - the fast reader needs it
-    except ImportError as err:
-        msg = f"{caller} needs pandas and pyarrow: pip install 'runlines[pandas]'"
+        import pandas as pd  # the door to pandas: every reader that builds a frame passes here
+    except ImportError as err:  # installed, but broken: the same install line
         raise ImportError(msg) from err
     return pd
 
 
+def need_pandas(caller: str) -> None:
+    """Raise import_pandas' ImportError when pandas, numpy or pyarrow lack, importing none."""
+    _require(caller, ("numpy", "pandas", "pyarrow"), "pandas and pyarrow", "runlines[pandas]")
+
+
 def import_arrow(caller: str) -> None:
     """Raise ImportError with the install line when numpy or pyarrow lack (a copy's writer)."""
-    try:
-        import numpy  # noqa: F401
-        import pyarrow  # noqa: F401
-    except ImportError as err:
-        msg = f"{caller} needs numpy and pyarrow: pip install 'runlines[pandas]'"
-        raise ImportError(msg) from err
+    _require(caller, ("numpy", "pyarrow"), "numpy and pyarrow", "runlines[pandas]")
 
 
 def import_duckdb(caller: str) -> None:
     """Raise ImportError with the install line when DuckDB lacks (before reading/_duckdb)."""
-    try:
-        import duckdb  # noqa: F401
-    except ImportError as err:
-        msg = f"{caller} needs DuckDB: pip install 'runlines[duckdb]'"
-        raise ImportError(msg) from err
+    _require(caller, ("duckdb",), "DuckDB", "runlines[duckdb]")

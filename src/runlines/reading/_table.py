@@ -11,7 +11,7 @@ from runlines._layout import copy_path
 from runlines.errors import RunlinesWarning
 from runlines.reading import _copies
 from runlines.reading._files import LogFile, find_logs, run_labels
-from runlines.reading._groups import runs_frame
+from runlines.reading._frames import grouped_runs
 from runlines.reading._lines import decode_line, iter_events, lines_containing, open_log
 from runlines.reading._rules import foreign_log_message, import_pandas
 from runlines.reading._summary import RunSummary
@@ -127,7 +127,7 @@ def runs(
     pd = import_pandas("runs()")
     rows = [summary.row() for summary in summaries(*sources)]
     if group_by is not None:
-        return runs_frame(pd, rows, group_by)
+        return grouped_runs(rows, group_by)
     frame = pd.DataFrame(rows, columns=_columns(rows))
     frame["started"] = pd.to_datetime(frame["started"], utc=True)
     return frame

@@ -8,7 +8,6 @@ table), each imported here once pandas is known to be there.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
 import sys
 import threading
@@ -28,12 +27,15 @@ from runlines.reading._rules import (
     event_names,
     import_duckdb,
     import_pandas,
+    need_pandas,
 )
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
     import pandas as pd
+
+    from runlines.reading._groups import GroupBy
 
     _Bools = npt.NDArray[np.bool_]
 
@@ -69,28 +71,27 @@ def _prefetch_pandas(caller: str) -> ModuleType:
     mostly runs in pyarrow's threads without the GIL. numpy and pyarrow, which pandas imports
     too, are imported by `build` first, so the two threads never wait on the same module.
     """
-    if "pandas" in sys.modules:
-        import_pandas(caller)  # the install hint when numpy or pyarrow is missing
-    else:
-        try:
-            needed = ("numpy", "pandas", "pyarrow")
-            missing = not all(importlib.util.find_spec(name) for name in needed)
-        except (ImportError, ValueError):
-            missing = True
-        if missing:
-            import_pandas(caller)  # raises the install hint
-    from runlines.reading._frames import build
-
+    need_pandas(caller)  # the install line, before the parse: found without importing
+    build = _part("build")
     if "pandas" not in sys.modules:
         threading.Thread(target=importlib.import_module, args=("pandas",), daemon=True).start()
     return build
 
 
+def _part(name: str) -> ModuleType:
+    """Return the door's part *name* (`build`, `pivot`, `groups`: numpy and pandas at their
+    tops), imported on first use, once pandas is known to be there."""
+    return importlib.import_module(f"{__name__}.{name}")
+
+
 def _pivot() -> ModuleType:
     """Return compare()'s engine (pandas and numpy at its top), once pandas is known there."""
-    from runlines.reading._frames import pivot
+    return _part("pivot")
 
-    return pivot
+
+def grouped_runs(rows: Sequence[dict[str, Any]], group_by: GroupBy) -> pd.DataFrame:
+    """Return `runs(group_by=...)`'s frame of the run table's *rows* (docs/groups.md)."""
+    return _part("groups").runs_frame(rows, group_by)
 
 
 def load(

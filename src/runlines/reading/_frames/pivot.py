@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from runlines.errors import FieldError
-from runlines.reading._groups import compare_groups
+from runlines.reading._frames.groups import compare_groups
 from runlines.reading._rules import (
     ELAPSED,
     NOT_METRIC_EVENTS,
@@ -138,7 +138,7 @@ def table(
     column_events = None
     if len(events) > 1:
         column_events = {c: str(c).rsplit(SEPARATOR, 1)[1] for c in columns}
-    return compare_groups(pd, found, by, columns, column_events, sources, group_by)
+    return compare_groups(found, by, columns, column_events, sources, group_by)
 
 
 def _per_step(rows: pd.DataFrame, by: str, agg: str) -> tuple[pd.Series, pd.Series]:
