@@ -517,17 +517,26 @@ class TestAttempts:
 
 class TestDistributed:
     def test_two_ranks_write_one_run_in_per_rank_files(self, run_dir: Path) -> None:
+        # rank 0 stays open until rank 1 has run: a rank 1 that opens after its rank 0 ended
+        # waits 30 s for it before it chooses from its own logs (_logfile._rank_zero_run)
         code = f"""
+            import os, sys
             from runlines import Run
             with Run("ddp", {str(run_dir)!r}, console="json") as run:
+                if os.environ["RANK"] == "0":
+                    print("open", file=sys.stderr, flush=True)
+                    sys.stdin.readline()
                 for step in range(100):
                     run.log("train_step", step=step, loss=0.1)
             """
-        children = [
-            run_child(code, env={"WORLD_SIZE": "2", "RANK": str(rank), "LOCAL_RANK": str(rank)})
-            for rank in (0, 1)
-        ]
-        outputs = [child.communicate(timeout=60)[0] for child in children]
+        env = {"WORLD_SIZE": "2", "LOCAL_RANK": "0"}
+        rank0 = run_child(code, env={**env, "RANK": "0"}, stdin=subprocess.PIPE)
+        assert rank0.stderr is not None
+        assert rank0.stderr.readline() == "open\n"
+        rank1 = run_child(code, env={**env, "RANK": "1", "LOCAL_RANK": "1"})
+        output1 = rank1.communicate(timeout=60)[0]
+        output0 = rank0.communicate(input="go\n", timeout=60)[0]
+        children, outputs = [rank0, rank1], [output0, output1]
 
         assert [child.returncode for child in children] == [0, 0]
         rank0, rank1 = run_dir / "ddp.jsonl", run_dir / "ddp.rank1.jsonl"

@@ -53,10 +53,13 @@ def write_runs(directory: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         run.log("note", text="halfway", tags=["a", "b"])
     with (directory / "sweep.jsonl").open("ab") as log:
         log.write(b'{"ts": 1767225600.0, "event": "train_step", "run": "sweep", "st')
-    for rank in (0, 1):
-        monkeypatch.setenv("WORLD_SIZE", "2")
-        monkeypatch.setenv("RANK", str(rank))
-        with Run("ddp", directory, stdout=False) as run:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with contextlib.ExitStack() as stack:  # the ranks open together, as torchrun starts them:
+        opened = []  # a rank 1 opened after its rank 0 ended waits 30 s for it (_logfile)
+        for rank in (0, 1):
+            monkeypatch.setenv("RANK", str(rank))
+            opened.append(stack.enter_context(Run("ddp", directory, stdout=False)))
+        for rank, run in enumerate(opened):
             for step in range(1, 4):
                 run.log("train_step", epoch=0, step=step, loss=float(rank + step))
     monkeypatch.delenv("WORLD_SIZE")
