@@ -530,13 +530,13 @@ class TestDistributed:
                     run.log("train_step", step=step, loss=0.1)
             """
         env = {"WORLD_SIZE": "2", "LOCAL_RANK": "0"}
-        rank0 = run_child(code, env={**env, "RANK": "0"}, stdin=subprocess.PIPE)
-        assert rank0.stderr is not None
-        assert rank0.stderr.readline() == "open\n"
-        rank1 = run_child(code, env={**env, "RANK": "1", "LOCAL_RANK": "1"})
-        output1 = rank1.communicate(timeout=60)[0]
-        output0 = rank0.communicate(input="go\n", timeout=60)[0]
-        children, outputs = [rank0, rank1], [output0, output1]
+        first = run_child(code, env={**env, "RANK": "0"}, stdin=subprocess.PIPE)
+        assert first.stderr is not None
+        assert first.stderr.readline() == "open\n"
+        second = run_child(code, env={**env, "RANK": "1", "LOCAL_RANK": "1"})
+        output1 = second.communicate(timeout=60)[0]
+        output0 = first.communicate(input="go\n", timeout=60)[0]
+        children, outputs = [first, second], [output0, output1]
 
         assert [child.returncode for child in children] == [0, 0]
         rank0, rank1 = run_dir / "ddp.jsonl", run_dir / "ddp.rank1.jsonl"
