@@ -354,7 +354,7 @@ FUNCTION_IMPORTS: Final[dict[tuple[str, str], tuple[str, str]]] = {
      "_logfile, _notes, _watching, artifacts, fields"): (
         KEPT_OFF, "the write side's one door: orjson, filelock, signal, subprocess: a run's open"),
     ("runlines/_layout.py", "from filelock import FileLock, Timeout"): (
-        KEPT_OFF, "filelock (about 5 ms): a reader asks only of a log whose lock file exists"),
+        KEPT_OFF, "filelock (about 20 ms): a reader asks only of a log whose lock file exists"),
     ("runlines/cli/_watch.py", "from runlines._alerts import Rule, Watcher, parse_target"): (
         KEPT_OFF, "urllib and http.client: `runlines watch` only, not every command's start"),
     ("runlines/_console.py", "import shutil"): (

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import termios
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -170,6 +171,11 @@ def test_sigkill_mid_print_keeps_every_line_printed_before_it(tmp_path: Path) ->
     ) as child:
         assert child.stdout is not None
         assert child.stderr is not None
+        # stderr is read all along: a full stderr pipe would hold the tee (and the job) back
+        stderr = child.stderr
+        reached_stderr: list[bytes] = []
+        drain = threading.Thread(target=lambda: reached_stderr.append(stderr.read()))
+        drain.start()
         seen = b""
         while b"line 2000\n" not in seen:
             seen += child.stdout.read1(1 << 16)  # type: ignore[attr-defined]
@@ -177,7 +183,7 @@ def test_sigkill_mid_print_keeps_every_line_printed_before_it(tmp_path: Path) ->
         child.send_signal(signal.SIGKILL)
         child.wait(_TIMEOUT_S)
         seen += child.stdout.read()  # EOF: the tee drained the pipes and exited
-        child.stderr.read()
+        drain.join(_TIMEOUT_S)
 
     printed = seen.decode().splitlines()
     texts = _texts(tmp_path / "r.console.log", "out")
@@ -186,6 +192,7 @@ def test_sigkill_mid_print_keeps_every_line_printed_before_it(tmp_path: Path) ->
     errors = _texts(tmp_path / "r.console.log", "err")
     assert errors == [f"print {n}" for n in range(0, 3 * len(errors), 3)]
     assert len(errors) >= 2000 // 3
+    assert errors == reached_stderr[0].decode().splitlines()  # the side file holds what reached it
 
 
 def test_close_restores_the_descriptors_and_a_second_run_captures_again(tmp_path: Path) -> None:
