@@ -310,7 +310,7 @@ def _rank_zero_run(directory: Path, name: str, dist: Distributed | None) -> str 
                 start is not None
                 and end is None
                 and start.get("world_size") == world_size
-                and _is_held(path)
+                and _layout.lock_held(path)
             ):
                 found = candidate
             number += 1
@@ -337,19 +337,6 @@ def _try_lock(path: Path) -> filelock.BaseFileLock | None:
     """Return the run lock of the log at *path*, taken, or None when a live process holds it."""
     lock = filelock.FileLock(_layout.lock_path(path), timeout=_LOCK_WAIT_S)
     return lock if _take(lock, path) else None
-
-
-def _is_held(path: Path) -> bool:
-    """Return whether a live process holds the run lock of the log at *path*."""
-    probe = filelock.FileLock(_layout.lock_path(path), timeout=0)
-    try:
-        probe.acquire()
-    except filelock.Timeout:
-        return True
-    except OSError:
-        return False
-    probe.release()
-    return False
 
 
 _CHANGE_CHARS: Final = 160  # the stderr line names this much of the config's change

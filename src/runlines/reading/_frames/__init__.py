@@ -84,11 +84,6 @@ def _part(name: str) -> ModuleType:
     return importlib.import_module(f"{__name__}.{name}")
 
 
-def _pivot() -> ModuleType:
-    """Return compare()'s engine (pandas and numpy at its top), once pandas is known there."""
-    return _part("pivot")
-
-
 def grouped_runs(rows: Sequence[dict[str, Any]], group_by: GroupBy) -> pd.DataFrame:
     """Return `runs(group_by=...)`'s frame of the run table's *rows* (docs/groups.md)."""
     return _part("groups").runs_frame(rows, group_by)
@@ -169,7 +164,7 @@ def load_with_presence(
 
 def numeric_fields(frame: pd.DataFrame) -> list[str]:
     """Return the names of the numeric fields of *frame*, bookkeeping columns left out."""
-    return _pivot().numeric_fields(frame)  # type: ignore[no-any-return]
+    return _part("pivot").numeric_fields(frame)  # type: ignore[no-any-return]
 
 
 def _logged(sources: tuple[str | os.PathLike[str], ...], event: Any, metric: str, by: str) -> Any:
@@ -177,7 +172,7 @@ def _logged(sources: tuple[str | os.PathLike[str], ...], event: Any, metric: str
 
     An x field that a record of the metric lacks is joined by step (`pivot.joined_by_step`).
     """
-    pivot = _pivot()
+    pivot = _part("pivot")
     names = event_names(event)
 
     def read(events: Any) -> tuple[pd.DataFrame, dict[str, _Bools | None]]:
@@ -253,7 +248,7 @@ def compare(
         raise FieldError(msg)
     import_pandas("compare()")  # the install hint before a log is read
     frame = _logged(sources, event, metric, by)
-    return _pivot().table(frame, sources, metric, by, event, agg, group_by)
+    return _part("pivot").table(frame, sources, metric, by, event, agg, group_by)
 
 
 def _x_axis(by: str, x: str | None) -> str:
